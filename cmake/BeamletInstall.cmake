@@ -1,0 +1,33 @@
+# Install rules and an exported package, so that consumers can write
+#   find_package(beamlet REQUIRED)  and link  beamlet::beamlet.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS beamlet
+  EXPORT beamletTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/beamlet
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(BEAMLET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/beamlet)
+install(EXPORT beamletTargets
+  FILE beamletTargets.cmake
+  NAMESPACE beamlet::
+  DESTINATION ${BEAMLET_CMAKE_DIR})
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/beamletConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/beamletConfig.cmake
+  INSTALL_DESTINATION ${BEAMLET_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/beamletConfig.cmake
+  ${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake
+  DESTINATION ${BEAMLET_CMAKE_DIR})
+
+# Build-tree export: a consumer may point beamlet_DIR at the build directory.
+export(EXPORT beamletTargets
+  FILE ${PROJECT_BINARY_DIR}/beamletTargets.cmake
+  NAMESPACE beamlet::)

@@ -1,0 +1,25 @@
+# Compiler settings shared by the library, tests, benchmarks and examples.
+include(GNUInstallDirs)
+
+function(beamlet_set_warnings target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+      -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual)
+    if(BEAMLET_WERROR)
+      target_compile_options(${target} PRIVATE -Werror)
+    endif()
+  endif()
+endfunction()
+
+# Sanitizers instrument every target in the tree (library, tests, benchmarks), so they are
+# directory-wide options rather than usage requirements.
+if(BEAMLET_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(BEAMLET_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(BEAMLET_SANITIZE)
+  message(FATAL_ERROR "BEAMLET_SANITIZE must be '', 'address' or 'thread', got '${BEAMLET_SANITIZE}'")
+endif()

@@ -1,0 +1,13 @@
+// beamlet/beamlet.hpp: convenience header including the whole public API.
+#pragma once
+
+#include <beamlet/config.hpp>
+#include <beamlet/error.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/mailbox.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/receive.hpp>
+#include <beamlet/runtime.hpp>
+#include <beamlet/system_messages.hpp>
+#include <beamlet/task.hpp>

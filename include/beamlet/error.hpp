@@ -1,0 +1,54 @@
+// beamlet/error.hpp: error codes and exceptions.
+//
+// Expected failures (a name already taken, a name not registered) come back as
+// std::error_code values in the `beamlet` category; they are part of normal operation and
+// cheap to test. Misuse and resource exhaustion throw the exception types below, each derived
+// from a standard exception so generic handlers keep working.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include <beamlet/config.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+enum class errc {
+  not_registered = 1,   ///< send/whereis/unregister of a name nobody holds (Erlang: badarg)
+  name_taken,           ///< register_name: another process holds the name
+  not_alive,            ///< register_name: the process is not alive
+  already_named,        ///< register_name: the process already has a name
+  invalid_name,         ///< empty name, or the reserved `undefined`
+};
+
+const std::error_category& error_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+/// A resource limit was hit: the process table is full, or the runtime is shutting down and
+/// accepts no new processes (Erlang: system_limit).
+class system_limit_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A receive timeout that is not a non-negative duration (Erlang: timeout_value,
+/// SEMANTICS §1.2 rule 11).
+class timeout_value_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// `received::get<T>()` on a result that does not hold a T.
+class bad_message_access : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+BEAMLET_END_NAMESPACE
+
+template <>
+struct std::is_error_code_enum<beamlet::errc> : std::true_type {};

@@ -1,0 +1,281 @@
+// beamlet/process.hpp: what a process can do.
+//
+// A process is a coroutine with a mailbox. Its body is any callable `task<>(process&)`; the
+// callable (with its captures) lives as long as the process. The body runs on one scheduler
+// thread at a time, may move between threads at any suspension point, and is never preempted
+// between suspension points: a long computation should `co_await self.yield()` now and then.
+//
+// Guarantees (numbers refer to ../shared/SEMANTICS.md):
+//  * Ordering: signals from one sender to one receiver are observed in send order, whatever
+//    their kind: messages, exit signals, link/unlink and DOWNs (§1.1 rule 1). Everything a
+//    process sent before it died reaches a watcher before the DOWN/EXIT caused by its death
+//    (rule 3).
+//  * Sending never fails and never blocks: a message to a dead pid is dropped (rule 4).
+//  * A process ends when its body returns (reason `normal`), when it co_awaits `exit(reason)`,
+//    when an exception escapes its body (kind::exception with type and what()), or when an exit
+//    signal kills it (§2). Its coroutine frames are destroyed then, running the destructors of
+//    every local, before its links and monitors are notified.
+//  * An exit signal that kills a process takes effect at its next suspension point (receive,
+//    yield, sleep); a process blocked in receive is woken for it.
+//
+// Thread-safety: a `process&` may only be used by the process itself, inside its body. Other
+// threads use `runtime` (or a `mailbox`), addressing the process by pid.
+#pragma once
+
+#include <chrono>
+#include <coroutine>
+#include <optional>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <beamlet/config.hpp>
+#include <beamlet/detail/core.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/receive.hpp>
+#include <beamlet/system_messages.hpp>
+#include <beamlet/task.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+/// Result of spawn_monitor: the new process and the monitor on it.
+struct spawn_result {
+  beamlet::pid pid;
+  beamlet::ref monitor;
+};
+
+/// Tag for demonitor: also remove a DOWN for this monitor that is already queued.
+struct flush_t {
+  explicit constexpr flush_t() = default;
+};
+inline constexpr flush_t flush{};
+
+namespace detail {
+template <class F>
+pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_flags flags, ref* monitor_ref);
+}  // namespace detail
+
+/// The operations shared by coroutine processes and outside-thread mailboxes.
+class basic_process {
+ public:
+  basic_process(const basic_process&) = delete;
+  basic_process& operator=(const basic_process&) = delete;
+
+  /// This process's pid.
+  pid self() const noexcept { return self_; }
+
+  // -- messages ----------------------------------------------------------------------------------
+
+  /// Sends `msg` to `to`. Never fails: a message to a dead process is dropped.
+  template <message T>
+  void send(pid to, T&& msg) const {
+    detail::send_node(*rt_, to, detail::make_message(std::forward<T>(msg)));
+  }
+  /// Sends to a registered name; errc::not_registered when nobody holds it (SEMANTICS §1.1
+  /// rule 5, where Erlang raises badarg).
+  template <message T>
+  [[nodiscard]] std::error_code send(std::string_view name, T&& msg) const {
+    return detail::send_node_named(*rt_, name, detail::make_message(std::forward<T>(msg)));
+  }
+  /// Delivers `msg` to `to` after `delay` (erlang:send_after). The returned ref cancels it.
+  template <message T, class Rep, class Period>
+  ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) const {
+    return detail::send_node_after(*rt_, to, detail::make_message(std::forward<T>(msg)),
+                                   detail::checked_timeout(delay));
+  }
+  /// Cancels a send_after timer; returns the time that was left, or nullopt if the timer had
+  /// already fired or was cancelled.
+  std::optional<std::chrono::nanoseconds> cancel_timer(ref timer) const;
+
+  // -- processes ---------------------------------------------------------------------------------
+
+  /// Starts a new process running `body(process&)`. Throws system_limit_error if the runtime
+  /// is full or shutting down.
+  template <class F>
+  pid spawn(F&& body) {
+    return detail::spawn_body(*rt_, p_, std::forward<F>(body), {}, nullptr);
+  }
+  /// spawn + link, atomically: the child cannot die unlinked.
+  template <class F>
+  pid spawn_link(F&& body) {
+    return detail::spawn_body(*rt_, p_, std::forward<F>(body), {.link = true}, nullptr);
+  }
+  /// spawn + monitor, atomically. With `marked`, the monitor ref carries a receive marker.
+  template <class F>
+  spawn_result spawn_monitor(F&& body) {
+    spawn_result r;
+    r.pid = detail::spawn_body(*rt_, p_, std::forward<F>(body), {.monitor = true}, &r.monitor);
+    return r;
+  }
+  template <class F>
+  spawn_result spawn_monitor(F&& body, marked_t) {
+    spawn_result r;
+    r.pid = detail::spawn_body(*rt_, p_, std::forward<F>(body), {.monitor = true, .marked = true},
+                               &r.monitor);
+    return r;
+  }
+
+  // -- links and exit signals (SEMANTICS §2) -----------------------------------------------------
+
+  /// Links this process and `other`. Idempotent; linking to oneself does nothing. If `other` is
+  /// not alive: a trapping process gets `exit_message{other, noproc}`, a non-trapping one gets
+  /// exit_exception(noproc) thrown here (OTP 25, rule 2).
+  void link(pid other);
+  /// Removes the link, if any. Once it returns, the link can no longer affect this process.
+  void unlink(pid other) noexcept;
+  /// Sends an exit signal with `reason` to `target` (erlang:exit/2, rule 7). `kill` cannot be
+  /// trapped. Sent to oneself, a signal that kills takes effect at once: this function throws
+  /// exit_exception.
+  void exit(pid target, const exit_reason& reason);
+  /// Turns exit signals into exit_message messages (process_flag(trap_exit, on)). Returns the
+  /// previous value.
+  bool trap_exit(bool on) noexcept;
+  bool trap_exit() const noexcept;
+
+  // -- monitors (SEMANTICS §3) ------------------------------------------------------------------
+
+  /// A new unique reference.
+  [[nodiscard]] ref make_ref() const noexcept;
+  /// A new unique reference bound to a receive marker at the current end of the mailbox: a
+  /// `receive(since(r), ...)` skips everything queued before this call.
+  [[nodiscard]] ref make_ref(marked_t) noexcept;
+  /// Monitors `target`: exactly one `down` arrives when it ends, or at once with `noproc` if it
+  /// is not alive. Every call makes a new, independent monitor.
+  [[nodiscard]] ref monitor(pid target);
+  /// As monitor(target), and the ref carries a receive marker (what gen:call does).
+  [[nodiscard]] ref monitor(pid target, marked_t);
+  /// Monitors the process registered as `name`; the `down` carries the name.
+  [[nodiscard]] ref monitor(std::string_view name);
+  /// Removes a monitor. Returns true if it was active (demonitor(Ref, [info])). After it
+  /// returns no DOWN for `r` will be delivered; one already queued stays (rule 5).
+  bool demonitor(ref r) noexcept;
+  /// demonitor(Ref, [flush]): also removes a DOWN for `r` that is already queued.
+  bool demonitor(ref r, flush_t) noexcept;
+
+  // -- names (SEMANTICS §9) ----------------------------------------------------------------------
+
+  /// Registers this process under `name`. Fails with errc::name_taken, errc::already_named or
+  /// errc::invalid_name.
+  [[nodiscard]] std::error_code register_name(std::string_view name);
+
+  // -- introspection -----------------------------------------------------------------------------
+
+  /// Messages queued in this process's mailbox (after taking in every message that arrived).
+  std::size_t message_queue_len() noexcept;
+  /// The processes this one monitors, one entry per active monitor (process_info(self(),
+  /// monitors), SEMANTICS §3 rule 7).
+  std::vector<pid> monitors() const;
+  /// How many messages receives of this process have examined so far: the cost model of
+  /// SEMANTICS §1.3 made visible. A receive that matched nothing examined every queued message.
+  std::uint64_t messages_examined() const noexcept;
+
+ protected:
+  friend struct detail::proc;
+  basic_process(detail::proc* p, detail::runtime_core* rt, pid self) noexcept
+      : p_(p), rt_(rt), self_(self) {}
+  ~basic_process() = default;
+
+  detail::proc* p_;
+  detail::runtime_core* rt_;
+  pid self_;
+};
+
+namespace detail {
+
+template <class Request>
+class receive_awaiter final : public Request {
+ public:
+  template <class... Args>
+  explicit receive_awaiter(proc* p, Args&&... args)
+      : Request(std::type_identity<typename receive_types<Args...>::shape>{},
+                std::forward<Args>(args)...),
+        p_(p) {}
+
+  bool await_ready() { return receive_begin(p_, *this); }
+  void await_suspend(std::coroutine_handle<> h) noexcept { receive_suspend(p_, *this, h); }
+  typename Request::result_type await_resume() {
+    receive_end(p_, *this);
+    return this->take_result();
+  }
+
+ private:
+  proc* p_;
+};
+
+}  // namespace detail
+
+/// A process's own handle, passed to its body.
+class process final : public basic_process {
+ public:
+  using basic_process::exit;
+
+  /// Selective receive (see beamlet/receive.hpp): `co_await self.receive(on<T>()..., after(t))`.
+  template <class... Args>
+  [[nodiscard]] auto receive(Args&&... args) {
+    using request = typename detail::receive_types<Args...>::request;
+    return detail::receive_awaiter<request>(p_, std::forward<Args>(args)...);
+  }
+
+  /// Suspends for `d` (a receive with only an `after` clause, SEMANTICS §1.2 rule 12).
+  template <class Rep, class Period>
+  [[nodiscard]] auto sleep(std::chrono::duration<Rep, Period> d) {
+    return receive(after(d));
+  }
+
+  /// Lets other processes run; this one is rescheduled behind them.
+  [[nodiscard]] auto yield() noexcept {
+    struct awaiter {
+      detail::proc* p;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) const noexcept { detail::yield_suspend(p, h); }
+      void await_resume() const noexcept {}
+    };
+    return awaiter{p_};
+  }
+
+  /// Ends this process with `reason`: `co_await self.exit(reason);` never resumes.
+  [[nodiscard]] auto exit(exit_reason reason) noexcept {
+    struct awaiter {
+      detail::proc* p;
+      exit_reason reason;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) const noexcept {
+        detail::exit_suspend(p, h, reason);
+      }
+      void await_resume() const noexcept {}
+    };
+    return awaiter{p_, std::move(reason)};
+  }
+
+ private:
+  friend struct detail::proc;
+  process(detail::proc* p, detail::runtime_core* rt, pid self) noexcept
+      : basic_process(p, rt, self) {}
+};
+
+namespace detail {
+
+template <class F>
+pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_flags flags, ref* monitor_ref) {
+  using Fn = std::decay_t<F>;
+  static_assert(std::is_invocable_r_v<task<>, Fn&, process&>,
+                "a process body must be callable as task<>(beamlet::process&)");
+  proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn));
+  task<> t;
+  try {
+    Fn* fn = ::new (body_storage(p)) Fn(std::forward<F>(body));
+    set_body_destructor(p, [](void* b) noexcept { static_cast<Fn*>(b)->~Fn(); });
+    t = (*fn)(process_of(p));
+  } catch (...) {
+    discard_proc(p);
+    throw;
+  }
+  return start_proc(p, t.release(), flags, parent, monitor_ref);
+}
+
+}  // namespace detail
+
+BEAMLET_END_NAMESPACE

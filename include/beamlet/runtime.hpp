@@ -1,0 +1,118 @@
+// beamlet/runtime.hpp: the runtime: schedulers, process table, names and timers.
+//
+// A runtime owns N scheduler threads (default: one per hardware thread), the table of live
+// processes, the name registry and one timer thread. Every member function is thread-safe and
+// may be called from any thread, process or not; operations that need a mailbox (monitoring,
+// waiting for a reply) are done from outside threads through beamlet::mailbox.
+//
+// Shutdown (explicit, or by the destructor) sends every process an exit signal `shutdown`,
+// gives them `shutdown_grace` to finish (trapping processes get exit_message{null pid,
+// shutdown} and may clean up), then ends the rest with reason `shutdown` without running them
+// again, joins every thread and frees every process, message and timer. Mailboxes must be
+// destroyed before their runtime. An idle runtime uses no CPU: schedulers park on a futex and
+// the timer thread sleeps until its earliest deadline.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <beamlet/config.hpp>
+#include <beamlet/detail/core.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/receive.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+struct runtime_options {
+  /// Scheduler threads; 0 means std::thread::hardware_concurrency().
+  unsigned schedulers = 0;
+  /// Capacity of the process table (rounded up to a power of two). Its memory is reserved
+  /// lazily, so a large value costs address space, not RSS.
+  std::size_t max_processes = std::size_t{1} << 22;
+  /// Receives a process may complete in one run before it is rescheduled behind the others
+  /// (BEAM's reduction budget).
+  int reductions = 2000;
+  /// How long shutdown waits for processes to exit on the `shutdown` signal before ending the
+  /// rest.
+  std::chrono::milliseconds shutdown_grace{1000};
+};
+
+class runtime {
+ public:
+  runtime();
+  explicit runtime(runtime_options options);
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// Starts a process running `body(process&)`. Throws system_limit_error if the process table
+  /// is full or the runtime is shutting down.
+  template <class F>
+  pid spawn(F&& body) {
+    return detail::spawn_body(*core_, nullptr, std::forward<F>(body), {}, nullptr);
+  }
+
+  /// Sends `msg` to `to` from outside any process. Never fails; dropped if `to` is dead.
+  template <message T>
+  void send(pid to, T&& msg) {
+    detail::send_node(*core_, to, detail::make_message(std::forward<T>(msg)));
+  }
+  /// Sends to a registered name; errc::not_registered if nobody holds it.
+  template <message T>
+  [[nodiscard]] std::error_code send(std::string_view name, T&& msg) {
+    return detail::send_node_named(*core_, name, detail::make_message(std::forward<T>(msg)));
+  }
+  /// Delivers `msg` to `to` after `delay`; the returned ref cancels it.
+  template <message T, class Rep, class Period>
+  ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) {
+    return detail::send_node_after(*core_, to, detail::make_message(std::forward<T>(msg)),
+                                   detail::checked_timeout(delay));
+  }
+  std::optional<std::chrono::nanoseconds> cancel_timer(ref timer);
+  /// Timers pending: send_after timers plus receives blocked with a timeout.
+  std::size_t pending_timers() const noexcept;
+
+  /// Sends an exit signal from outside (its sender is the null pid). `kill` cannot be trapped.
+  void exit(pid target, const exit_reason& reason);
+
+  /// Blocks until `target` has exited and returns its reason (`noproc` if it was not alive), or
+  /// nullopt after `timeout`.
+  std::optional<exit_reason> wait(pid target, std::chrono::milliseconds timeout);
+
+  // -- names (SEMANTICS §9) ----------------------------------------------------------------------
+  [[nodiscard]] std::error_code register_name(std::string_view name, pid p);
+  [[nodiscard]] std::error_code unregister_name(std::string_view name);
+  std::optional<pid> whereis(std::string_view name) const;
+  std::vector<std::string> registered() const;
+  /// The name `p` is registered under (process_info(P, registered_name)), if any.
+  std::optional<std::string> registered_name(pid p) const;
+
+  // -- state -------------------------------------------------------------------------------------
+  bool is_alive(pid p) const noexcept;
+  /// Live processes (mailboxes included).
+  std::size_t process_count() const noexcept;
+  unsigned schedulers() const noexcept;
+  /// The watchers of `p`, one entry per monitor (process_info(P, monitored_by)); empty if `p`
+  /// is not alive.
+  std::vector<pid> monitored_by(pid p) const;
+
+  /// Stops every process (see the header comment) and joins all threads. Idempotent; the
+  /// destructor calls it. Must not be called from inside a process.
+  void shutdown();
+
+  detail::runtime_core& core() noexcept { return *core_; }
+
+ private:
+  std::unique_ptr<detail::runtime_core> core_;
+};
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,30 @@
+// beamlet/system_messages.hpp: the messages the runtime itself delivers.
+//
+// `down` is Erlang's {'DOWN', Ref, process, Object, Reason}: exactly one per monitor, after every
+// message the dead process sent to the watcher (SEMANTICS §3 rule 2, §1.1 rule 3).
+// `exit_message` is {'EXIT', From, Reason}: what an exit signal becomes in a process that traps
+// exits (SEMANTICS §2 rule 6). Both are ordinary message types: match them with on<down>() and
+// on<exit_message>().
+#pragma once
+
+#include <string>
+
+#include <beamlet/config.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+struct down {
+  beamlet::ref ref;          ///< the monitor this DOWN is for
+  beamlet::pid pid;          ///< the monitored process (null if a monitored name was unregistered)
+  exit_reason reason;        ///< why it ended; `noproc` if it was not alive when monitored
+  std::string name;          ///< the registered name, for monitors set by name; empty otherwise
+};
+
+struct exit_message {
+  beamlet::pid from;         ///< the sender of the exit signal (the null pid: from outside)
+  exit_reason reason;
+};
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,146 @@
+// beamlet/task.hpp: the coroutine type of process bodies and their helpers.
+//
+// A `task<T>` is lazy: nothing runs until it is co_awaited (or, for a process body, until the
+// scheduler first runs the process). Awaiting a task transfers control to it symmetrically and
+// resumes the awaiter when it finishes, without growing the thread's stack, so helpers may nest
+// to any depth and may themselves co_await a receive. An exception escaping a task is rethrown
+// in its awaiter; one escaping the process body ends the process (exit_reason::exception).
+//
+// Destroying a suspended task destroys its frame and, through the awaited-task objects its frame
+// holds, every frame below it: that is how a killed process runs the destructors of all its
+// coroutine locals. Frames are allocated with beamlet's size-class allocator.
+//
+// Thread-safety: a task is owned by one process and runs on one thread at a time.
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include <beamlet/config.hpp>
+#include <beamlet/detail/allocator.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+template <class T = void>
+class task;
+
+namespace detail {
+
+class task_promise_base {
+ public:
+  static void* operator new(std::size_t size) { return allocate(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { deallocate(p, size); }
+
+  std::suspend_always initial_suspend() noexcept { return {}; }
+
+  struct final_awaiter {
+    bool await_ready() noexcept { return false; }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+      auto c = h.promise().continuation_;
+      return c ? c : std::noop_coroutine();
+    }
+    void await_resume() noexcept {}
+  };
+  final_awaiter final_suspend() noexcept { return {}; }
+
+  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
+
+  void set_continuation(std::coroutine_handle<> c) noexcept { continuation_ = c; }
+  const std::exception_ptr& exception() const noexcept { return exception_; }
+
+ protected:
+  void rethrow_if_failed() {
+    if (exception_) std::rethrow_exception(exception_);
+  }
+
+ private:
+  std::coroutine_handle<> continuation_;
+  std::exception_ptr exception_;
+};
+
+template <class T>
+class task_promise final : public task_promise_base {
+ public:
+  task<T> get_return_object() noexcept;
+  template <class U>
+  void return_value(U&& v) {
+    value_.emplace(std::forward<U>(v));
+  }
+  T take() {
+    rethrow_if_failed();
+    return std::move(*value_);
+  }
+
+ private:
+  std::optional<T> value_;
+};
+
+template <>
+class task_promise<void> final : public task_promise_base {
+ public:
+  task<void> get_return_object() noexcept;
+  void return_void() noexcept {}
+  void take() { rethrow_if_failed(); }
+};
+
+}  // namespace detail
+
+template <class T>
+class [[nodiscard]] task {
+ public:
+  using promise_type = detail::task_promise<T>;
+  using handle_type = std::coroutine_handle<promise_type>;
+
+  task() noexcept = default;
+  explicit task(handle_type h) noexcept : h_(h) {}
+  task(task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  task& operator=(task&& o) noexcept {
+    if (this != &o) {
+      if (h_) h_.destroy();
+      h_ = std::exchange(o.h_, {});
+    }
+    return *this;
+  }
+  task(const task&) = delete;
+  task& operator=(const task&) = delete;
+  ~task() {
+    if (h_) h_.destroy();
+  }
+
+  /// Awaiting runs the task to completion and yields its result (or rethrows its exception).
+  auto operator co_await() && noexcept {
+    struct awaiter {
+      handle_type h;
+      bool await_ready() const noexcept { return !h || h.done(); }
+      std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
+        h.promise().set_continuation(caller);
+        return h;
+      }
+      T await_resume() { return h.promise().take(); }
+    };
+    return awaiter{h_};
+  }
+
+  /// Gives up ownership of the coroutine frame (the runtime takes process bodies this way).
+  handle_type release() noexcept { return std::exchange(h_, {}); }
+
+ private:
+  handle_type h_;
+};
+
+namespace detail {
+template <class T>
+task<T> task_promise<T>::get_return_object() noexcept {
+  return task<T>(std::coroutine_handle<task_promise<T>>::from_promise(*this));
+}
+inline task<void> task_promise<void>::get_return_object() noexcept {
+  return task<void>(std::coroutine_handle<task_promise<void>>::from_promise(*this));
+}
+}  // namespace detail
+
+BEAMLET_END_NAMESPACE

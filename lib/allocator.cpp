@@ -1,0 +1,235 @@
+// Size-class allocator for nodes, frames and processes (see beamlet/detail/allocator.hpp).
+//
+// Per thread: one free list per 16-byte size class, no locks. A list that grows past two batches
+// returns one batch to the central list of its class; an empty list takes a batch back, or
+// carves fresh blocks from a chunk. Blocks of one class are carved consecutively, which is what
+// keeps a freshly filled mailbox cache-friendly to scan. Memory is kept for reuse, never returned
+// to the operating system.
+#include <beamlet/detail/allocator.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <vector>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+
+#if defined(BEAMLET_SYSTEM_ALLOCATOR)
+
+std::atomic<std::int64_t> g_live{0};
+
+}  // namespace
+
+void* allocate(std::size_t size) {
+  void* p = ::operator new(size);
+  g_live.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void deallocate(void* p, std::size_t size) noexcept {
+  g_live.fetch_sub(1, std::memory_order_relaxed);
+  ::operator delete(p, size);
+}
+
+std::int64_t live_blocks() noexcept { return g_live.load(std::memory_order_relaxed); }
+
+#else
+
+constexpr std::size_t granule = 16;
+constexpr std::size_t max_small = 1024;
+constexpr std::size_t class_count = max_small / granule;
+constexpr std::size_t chunk_bytes = 256 * 1024;
+
+constexpr std::size_t class_of(std::size_t size) noexcept { return (size + granule - 1) / granule - 1; }
+constexpr std::size_t class_size(std::size_t c) noexcept { return (c + 1) * granule; }
+constexpr std::uint32_t batch_of(std::size_t c) noexcept {
+  return static_cast<std::uint32_t>(std::clamp<std::size_t>(8192 / class_size(c), 8, 128));
+}
+
+struct free_block {
+  free_block* next;
+};
+
+// A central free list per class holds whole batches, so a refill or a release is one lock and a
+// pointer swap, however many blocks move.
+struct batch {
+  free_block* head;
+  std::uint32_t count;
+};
+
+struct central_class {
+  std::mutex mu;
+  std::vector<batch> batches;
+  char* bump = nullptr;  // carving position in the current chunk
+  char* bump_end = nullptr;
+};
+
+struct central_state {
+  central_class classes[class_count];
+  std::mutex chunks_mu;
+  std::vector<void*> chunks;  // kept reachable for leak checkers; freed never
+  std::atomic<std::int64_t> exited_live{0};
+  std::mutex caches_mu;
+  std::vector<struct thread_cache*> caches;
+};
+
+central_state& central() {
+  // Never destroyed: threads may free blocks during static destruction.
+  static central_state* s = new central_state;
+  return *s;
+}
+
+struct thread_cache {
+  struct bin {
+    free_block* head;
+    std::uint32_t count;
+  };
+  bin bins[class_count];
+  std::atomic<std::int64_t> live;  // written by the owner only; read by live_blocks()
+  bool registered;
+};
+
+constinit thread_local thread_cache tls_cache{};
+
+void release_batch(std::size_t c, thread_cache::bin& b, std::uint32_t n) noexcept {
+  free_block* head = b.head;
+  free_block* last = head;
+  for (std::uint32_t i = 1; i < n; ++i) last = last->next;
+  b.head = last->next;
+  b.count -= n;
+  last->next = nullptr;
+  central_class& cc = central().classes[c];
+  std::lock_guard lock(cc.mu);
+  try {
+    cc.batches.push_back({head, n});
+  } catch (...) {
+    // Could not grow the vector: keep the blocks in the thread cache instead.
+    last->next = b.head;
+    b.head = head;
+    b.count += n;
+  }
+}
+
+// Flushes a thread's cache when the thread ends.
+struct cache_cleaner {
+  ~cache_cleaner() {
+    thread_cache& tc = tls_cache;
+    for (std::size_t c = 0; c < class_count; ++c) {
+      auto& b = tc.bins[c];
+      if (b.count > 0) release_batch(c, b, b.count);
+    }
+    central_state& cs = central();
+    std::lock_guard lock(cs.caches_mu);
+    cs.exited_live.fetch_add(tc.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    tc.live.store(0, std::memory_order_relaxed);
+    std::erase(cs.caches, &tc);
+    tc.registered = false;
+  }
+};
+
+void register_cache(thread_cache& tc) {
+  thread_local cache_cleaner cleaner;
+  (void)cleaner;
+  central_state& cs = central();
+  std::lock_guard lock(cs.caches_mu);
+  cs.caches.push_back(&tc);
+  tc.registered = true;
+}
+
+// Slow path: refill the bin of class c with a batch.
+void refill(std::size_t c, thread_cache::bin& b) {
+  central_class& cc = central().classes[c];
+  const std::uint32_t want = batch_of(c);
+  {
+    std::lock_guard lock(cc.mu);
+    if (!cc.batches.empty()) {
+      batch bt = cc.batches.back();
+      cc.batches.pop_back();
+      b.head = bt.head;
+      b.count = bt.count;
+      return;
+    }
+    const std::size_t sz = class_size(c);
+    if (cc.bump == nullptr || static_cast<std::size_t>(cc.bump_end - cc.bump) < sz * want) {
+      void* chunk = ::operator new(chunk_bytes);
+      {
+        central_state& cs = central();
+        std::lock_guard chunks_lock(cs.chunks_mu);
+        try {
+          cs.chunks.push_back(chunk);
+        } catch (...) {
+          ::operator delete(chunk);
+          throw;
+        }
+      }
+      cc.bump = static_cast<char*>(chunk);
+      cc.bump_end = cc.bump + chunk_bytes;
+    }
+    // Carve in address order, so consecutive allocations are adjacent in memory.
+    char* p = cc.bump;
+    cc.bump += sz * want;
+    free_block* head = nullptr;
+    for (std::uint32_t i = want; i-- > 0;) {
+      auto* fb = reinterpret_cast<free_block*>(p + i * sz);
+      fb->next = head;
+      head = fb;
+    }
+    b.head = head;
+    b.count = want;
+  }
+}
+
+}  // namespace
+
+void* allocate(std::size_t size) {
+  thread_cache& tc = tls_cache;
+  if (!tc.registered) register_cache(tc);
+  tc.live.store(tc.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (size > max_small) return ::operator new(size);
+  const std::size_t c = class_of(size);
+  auto& b = tc.bins[c];
+  if (b.head == nullptr) refill(c, b);
+  free_block* fb = b.head;
+  b.head = fb->next;
+  --b.count;
+  return fb;
+}
+
+void deallocate(void* p, std::size_t size) noexcept {
+  thread_cache& tc = tls_cache;
+  if (!tc.registered) {
+    try {
+      register_cache(tc);
+    } catch (...) {
+      // Registration only feeds statistics; the block is still freed below.
+    }
+  }
+  tc.live.store(tc.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  if (size > max_small) {
+    ::operator delete(p, size);
+    return;
+  }
+  const std::size_t c = class_of(size);
+  auto& b = tc.bins[c];
+  auto* fb = static_cast<free_block*>(p);
+  fb->next = b.head;
+  b.head = fb;
+  if (++b.count > 2 * batch_of(c)) release_batch(c, b, batch_of(c));
+}
+
+std::int64_t live_blocks() noexcept {
+  central_state& cs = central();
+  std::lock_guard lock(cs.caches_mu);
+  std::int64_t total = cs.exited_live.load(std::memory_order_relaxed);
+  for (thread_cache* tc : cs.caches) total += tc->live.load(std::memory_order_relaxed);
+  return total;
+}
+
+#endif
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

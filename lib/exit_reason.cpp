@@ -1,0 +1,137 @@
+#include <beamlet/exit_reason.hpp>
+
+#include <cxxabi.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <ostream>
+#include <typeinfo>
+#include <utility>
+
+BEAMLET_BEGIN_NAMESPACE
+
+struct exit_reason::payload {
+  std::atomic<std::uint32_t> refs{1};
+  std::string detail;
+  std::string type;
+};
+
+namespace {
+
+const std::string& empty_string() {
+  static const std::string e;
+  return e;
+}
+
+std::string demangle(const char* name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status),
+                                             std::free);
+  return status == 0 && out ? std::string(out.get()) : std::string(name);
+}
+
+}  // namespace
+
+exit_reason exit_reason::shutdown(std::string detail) {
+  if (detail.empty()) return shutdown();
+  auto* p = new payload;
+  p->detail = std::move(detail);
+  return exit_reason(kind::shutdown, p);
+}
+
+exit_reason exit_reason::error(std::string term) {
+  auto* p = new payload;
+  p->detail = std::move(term);
+  return exit_reason(kind::error, p);
+}
+
+exit_reason exit_reason::exception(std::string type_name, std::string what) {
+  auto* p = new payload;
+  p->type = std::move(type_name);
+  p->detail = std::move(what);
+  return exit_reason(kind::exception, p);
+}
+
+exit_reason exit_reason::from_exception(const std::exception_ptr& e) {
+  if (!e) return normal();
+  try {
+    std::rethrow_exception(e);
+  } catch (const exit_exception& x) {
+    return x.reason();
+  } catch (const std::exception& x) {
+    return exception(demangle(typeid(x).name()), x.what());
+  } catch (...) {
+    const std::type_info* t = abi::__cxa_current_exception_type();
+    return exception(t != nullptr ? demangle(t->name()) : std::string("unknown"), std::string());
+  }
+}
+
+exit_reason::exit_reason(const exit_reason& o) noexcept : kind_(o.kind_), payload_(o.payload_) {
+  if (payload_ != nullptr) payload_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+exit_reason::exit_reason(exit_reason&& o) noexcept
+    : kind_(o.kind_), payload_(std::exchange(o.payload_, nullptr)) {
+  o.kind_ = kind::normal;
+}
+
+exit_reason& exit_reason::operator=(const exit_reason& o) noexcept {
+  exit_reason copy(o);
+  std::swap(kind_, copy.kind_);
+  std::swap(payload_, copy.payload_);
+  return *this;
+}
+
+exit_reason& exit_reason::operator=(exit_reason&& o) noexcept {
+  if (this != &o) {
+    exit_reason moved(std::move(o));
+    std::swap(kind_, moved.kind_);
+    std::swap(payload_, moved.payload_);
+  }
+  return *this;
+}
+
+exit_reason::~exit_reason() {
+  if (payload_ != nullptr && payload_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    delete payload_;
+}
+
+const std::string& exit_reason::detail() const noexcept {
+  return payload_ != nullptr ? payload_->detail : empty_string();
+}
+
+const std::string& exit_reason::exception_type() const noexcept {
+  return payload_ != nullptr ? payload_->type : empty_string();
+}
+
+std::string exit_reason::to_string() const {
+  switch (kind_) {
+    case kind::normal:
+      return "normal";
+    case kind::shutdown:
+      return detail().empty() ? "shutdown" : "{shutdown," + detail() + "}";
+    case kind::kill:
+      return "kill";
+    case kind::killed:
+      return "killed";
+    case kind::noproc:
+      return "noproc";
+    case kind::exception:
+      return "{exception," + exception_type() + ",\"" + detail() + "\"}";
+    case kind::error:
+      return detail();
+  }
+  return "unknown";
+}
+
+bool operator==(const exit_reason& a, const exit_reason& b) noexcept {
+  return a.kind_ == b.kind_ && a.detail() == b.detail() && a.exception_type() == b.exception_type();
+}
+
+std::ostream& operator<<(std::ostream& os, const exit_reason& r) { return os << r.to_string(); }
+
+exit_exception::exit_exception(exit_reason reason)
+    : reason_(std::move(reason)), text_("beamlet: exit " + reason_.to_string()) {}
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,337 @@
+// Spawning, and the operations a process performs on itself and others (basic_process).
+#include <beamlet/error.hpp>
+#include <beamlet/process.hpp>
+
+#include <new>
+
+#include "process_ops.hpp"
+#include "runtime_core.hpp"
+#include "signals.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+proc::proc(runtime_core& r, std::uint32_t size, std::uint32_t offset) noexcept
+    : rt(&r), alloc_size(size), body_offset(offset), facade(this, &r, pid()) {}
+
+proc::~proc() {
+  delete links;
+  if (monitors != nullptr) {
+    monitors->for_each([](std::uint64_t, monitor_entry& e) { delete e.name; });
+    delete monitors;
+  }
+  delete ext;
+}
+
+void free_proc(void* obj) noexcept {
+  auto* p = static_cast<proc*>(obj);
+  const std::size_t size = p->alloc_size;
+  p->~proc();
+  deallocate(p, size);
+}
+
+// -- spawning --------------------------------------------------------------------------------------
+
+proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align) {
+  return allocate_proc_for(rt, body_size, body_align, false);
+}
+
+proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
+                        bool external) {
+  if (rt.closed.load(std::memory_order_relaxed))
+    throw system_limit_error("beamlet: the runtime is shutting down");
+  if (body_align > alignof(std::max_align_t))
+    throw std::invalid_argument("beamlet: over-aligned process bodies are not supported");
+  const std::size_t offset = (sizeof(proc) + body_align - 1) / body_align * body_align;
+  const std::size_t size = offset + body_size;
+  void* mem = allocate(size);
+  auto* p = ::new (mem) proc(rt, static_cast<std::uint32_t>(size),
+                             static_cast<std::uint32_t>(offset));
+  try {
+    if (external) {
+      p->external = true;
+      p->state = run_state::ready;
+      p->ext = new external_wait;
+    }
+    rt.table.insert(p, p->id);
+  } catch (...) {
+    free_proc(p);
+    throw;
+  }
+  p->set_pid_in_facade();
+  return p;
+}
+
+void* body_storage(proc* p) noexcept { return p->body_ptr(); }
+
+void set_body_destructor(proc* p, void (*destroy)(void*) noexcept) noexcept {
+  p->destroy_body = destroy;
+}
+
+process& process_of(proc* p) noexcept { return p->facade; }
+
+void discard_proc(proc* p) noexcept {
+  pin guard(*p->rt);
+  exit_process(p, exit_reason::normal());
+}
+
+pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, spawn_flags flags,
+               proc* parent, ref* monitor_ref) noexcept {
+  runtime_core& rt = *p->rt;
+  p->body = body;
+  p->resume_point = body;
+  const pid id = p->id;
+  if (parent != nullptr) {
+    // Set up before the child can run: spawn_link/spawn_monitor are atomic (no window in which
+    // the child could die unobserved).
+    try {
+      if (flags.link) {
+        p->link_set().insert(parent->id.serial(), {});
+        parent->link_set().insert(id.serial(), {});
+      }
+      if (flags.monitor) {
+        if (flags.marked) {
+          drain(parent);
+          // The ref is made after the marker, so nothing carrying it can be queued before.
+        }
+        const std::uint64_t r = rt.new_ref();
+        if (flags.marked) parent->queue.set_marker(r);
+        auto* rec = static_cast<monitor_record*>(allocate(sizeof(monitor_record)));
+        ::new (rec) monitor_record{nullptr, nullptr, r, parent->id};
+        parent->monitor_map().insert(r, monitor_entry{id, rec, nullptr});
+        p->watchers = rec;  // the child is not running yet; nobody else can see the list
+        *monitor_ref = ref(r);
+      }
+    } catch (...) {
+      // Out of memory while linking: the child never runs; report it as an immediate death.
+      exit_process(p, exit_reason::from_exception(std::current_exception()));
+      return id;
+    }
+  }
+  rt.sched.spawned(p);
+  return id;
+}
+
+// -- messaging entry points -----------------------------------------------------------------------
+
+void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
+  pin guard(rt);
+  deliver(rt, to, n);
+}
+
+std::error_code send_node_named(runtime_core& rt, std::string_view name,
+                                message_node* n) noexcept {
+  std::optional<pid> to;
+  try {
+    to = rt.names.whereis(name);
+  } catch (...) {
+    destroy_node(n);
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
+  if (!to) {
+    destroy_node(n);
+    return errc::not_registered;
+  }
+  send_node(rt, *to, n);
+  return {};
+}
+
+ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration delay) {
+  return rt.timers.send_after(to, n, delay);
+}
+
+}  // namespace detail
+
+// -- basic_process ---------------------------------------------------------------------------------
+
+using detail::pin;
+
+std::optional<std::chrono::nanoseconds> basic_process::cancel_timer(ref timer) const {
+  return rt_->timers.cancel_send_after(timer);
+}
+
+void basic_process::link(pid other) {
+  detail::proc* p = p_;
+  if (other == self_) return;
+  auto& links = p->link_set();
+  if (links.contains(other.serial())) return;
+  links.insert(other.serial(), {});
+  bool delivered;
+  {
+    pin guard(*rt_);
+    delivered = other && detail::deliver(*rt_, other,
+                                         detail::make_node<detail::link_signal>(
+                                             detail::link_tag, detail::link_signal{self_}));
+  }
+  if (delivered) return;
+  // The peer is gone (SEMANTICS §2 rule 2, OTP 25).
+  links.erase(other.serial());
+  if (p->trap) {
+    detail::self_deliver(p, detail::make_message(exit_message{other, exit_reason::noproc()}));
+  } else {
+    throw exit_exception(exit_reason::noproc());
+  }
+}
+
+void basic_process::unlink(pid other) noexcept {
+  detail::proc* p = p_;
+  if (p->links == nullptr || !p->links->erase(other.serial())) return;
+  try {
+    pin guard(*rt_);
+    detail::deliver(*rt_, other,
+                    detail::make_node<detail::unlink_signal>(detail::unlink_tag,
+                                                             detail::unlink_signal{self_}));
+  } catch (...) {
+    // Out of memory: the peer keeps a one-sided link; its exit signal is ignored here anyway
+    // because our side is gone.
+  }
+}
+
+void basic_process::exit(pid target, const exit_reason& reason) {
+  detail::proc* p = p_;
+  if (target == self_) {
+    // A signal to oneself is acted on at once (BEAM handles it on return from the BIF).
+    const auto k = reason.which();
+    if (k == exit_reason::kind::kill) throw exit_exception(exit_reason::killed());
+    if (p->trap) {
+      detail::self_deliver(p, detail::make_message(exit_message{self_, reason}));
+      return;
+    }
+    throw exit_exception(reason);  // `normal` too: exit(self(), normal) ends the caller
+  }
+  pin guard(*rt_);
+  detail::deliver(*rt_, target,
+                  detail::make_node<detail::exit_signal>(
+                      detail::exit_tag, detail::exit_signal{self_, reason, false}));
+}
+
+bool basic_process::trap_exit(bool on) noexcept { return std::exchange(p_->trap, on); }
+
+bool basic_process::trap_exit() const noexcept { return p_->trap; }
+
+ref basic_process::make_ref() const noexcept { return ref(rt_->new_ref()); }
+
+ref basic_process::make_ref(marked_t) noexcept {
+  detail::drain(p_);
+  const std::uint64_t r = rt_->new_ref();
+  p_->queue.set_marker(r);
+  return ref(r);
+}
+
+namespace {
+
+ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool marked,
+                 std::string* name) {
+  if (marked) detail::drain(p);
+  const std::uint64_t r = rt.new_ref();
+  if (marked) p->queue.set_marker(r);
+  auto noproc_down = [&] {
+    std::string n = name != nullptr ? std::move(*name) : std::string();
+    delete name;
+    detail::self_deliver(p, detail::make_message(down{ref(r), target, exit_reason::noproc(),
+                                                      std::move(n)}));
+  };
+  if (target == p->id) {  // monitoring oneself creates no entry (SEMANTICS §3 rule 7)
+    delete name;
+    return ref(r);
+  }
+  pin guard(rt);
+  detail::proc* t = target ? rt.table.lookup(target) : nullptr;
+  if (t == nullptr) {
+    noproc_down();
+    return ref(r);
+  }
+  auto* rec = static_cast<detail::monitor_record*>(detail::allocate(sizeof(detail::monitor_record)));
+  ::new (rec) detail::monitor_record{nullptr, nullptr, r, p->id};
+  try {
+    p->monitor_map().insert(r, detail::monitor_entry{target, rec, name});
+  } catch (...) {
+    detail::deallocate(rec, sizeof(detail::monitor_record));
+    delete name;
+    throw;
+  }
+  {
+    std::lock_guard lock(t->watchers_lock);
+    if (!t->watchers_closed) {
+      rec->next = t->watchers;
+      if (t->watchers != nullptr) t->watchers->prev = rec;
+      t->watchers = rec;
+      return ref(r);
+    }
+  }
+  // The target is exiting and has already told its watchers: it is not alive for us.
+  p->monitors->erase(r);
+  detail::deallocate(rec, sizeof(detail::monitor_record));
+  noproc_down();
+  return ref(r);
+}
+
+}  // namespace
+
+ref basic_process::monitor(pid target) { return monitor_impl(p_, *rt_, target, false, nullptr); }
+
+ref basic_process::monitor(pid target, marked_t) {
+  return monitor_impl(p_, *rt_, target, true, nullptr);
+}
+
+ref basic_process::monitor(std::string_view name) {
+  const std::optional<pid> target = rt_->names.whereis(name);
+  return monitor_impl(p_, *rt_, target.value_or(pid()), false, new std::string(name));
+}
+
+bool basic_process::demonitor(ref r) noexcept {
+  detail::proc* p = p_;
+  detail::monitor_entry e;
+  if (p->monitors == nullptr || !p->monitors->erase(r.value(), &e)) return false;
+  {
+    pin guard(*rt_);
+    detail::drop_monitor(*rt_, e);
+  }
+  delete e.name;
+  return true;
+}
+
+bool basic_process::demonitor(ref r, flush_t) noexcept {
+  const bool active = demonitor(r);
+  detail::proc* p = p_;
+  try {
+    detail::drain(p);
+  } catch (...) {
+    // drain only allocates to trap exits; a failure there already marked the process exiting.
+  }
+  detail::message_node* prev = p->queue.head();
+  for (detail::message_node* n = prev->next; n != nullptr; prev = n, n = n->next) {
+    if (n->type == detail::tag_of<down>() && detail::payload<down>(n).ref == r) {
+      detail::destroy_node(p->queue.unlink_after(prev));
+      break;
+    }
+  }
+  return active;
+}
+
+std::error_code basic_process::register_name(std::string_view name) {
+  return rt_->names.register_name(name, p_);
+}
+
+std::size_t basic_process::message_queue_len() noexcept {
+  try {
+    detail::drain(p_);
+  } catch (...) {
+  }
+  return p_->queue.size();
+}
+
+std::vector<pid> basic_process::monitors() const {
+  std::vector<pid> out;
+  if (p_->monitors != nullptr) {
+    out.reserve(p_->monitors->size());
+    p_->monitors->for_each([&](std::uint64_t, detail::monitor_entry& e) {
+      if (e.record != nullptr) out.push_back(e.target);
+    });
+  }
+  return out;
+}
+
+std::uint64_t basic_process::messages_examined() const noexcept { return p_->queue.scanned(); }
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,132 @@
+// Ending a process (SEMANTICS §2 rule 4, §3 rules 2 and 6, §9 rule 4).
+#include <utility>
+
+#include "process_ops.hpp"
+#include "runtime_core.hpp"
+#include "signals.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+// Signals that arrived after the process stopped draining: links still get their exit signal
+// (the link existed before the process was gone), everything else is dropped.
+void settle_inbox(proc* p, message_node* chain) noexcept {
+  if (is_mark(chain)) return;
+  message_node* first = nullptr;
+  while (chain != nullptr) {
+    message_node* next = chain->next;
+    chain->next = first;
+    first = chain;
+    chain = next;
+  }
+  for (message_node* n = first; n != nullptr;) {
+    message_node* next = n->next;
+    if (n->type->kind == node_kind::signal) {
+      const signal_kind k = kind_of(n);
+      try {
+        if (k == signal_kind::link) p->link_set().insert(payload<link_signal>(n).from.serial(), {});
+        else if (k == signal_kind::unlink && p->links != nullptr)
+          p->links->erase(payload<unlink_signal>(n).from.serial());
+      } catch (...) {
+        // Out of memory recording a late link: that peer is not told. Nothing else to do.
+      }
+    }
+    destroy_node(n);
+    n = next;
+  }
+}
+
+void signal_links(proc* p) noexcept {
+  if (p->links == nullptr) return;
+  runtime_core& rt = *p->rt;
+  p->links->for_each([&](std::uint64_t serial, empty_value&) {
+    try {
+      deliver(rt, pid(serial),
+              make_node<exit_signal>(exit_tag, exit_signal{p->id, p->reason, true}));
+    } catch (...) {
+      // Allocation failed: this peer is not told (documented OOM limitation).
+    }
+  });
+  delete p->links;
+  p->links = nullptr;
+}
+
+// One lock for the whole fan-out: detach the list, then deliver without holding anything.
+void signal_watchers(proc* p) noexcept {
+  monitor_record* list;
+  {
+    std::lock_guard lock(p->watchers_lock);
+    p->watchers_closed = true;
+    list = std::exchange(p->watchers, nullptr);
+  }
+  runtime_core& rt = *p->rt;
+  while (list != nullptr) {
+    monitor_record* r = list;
+    list = r->next;
+    try {
+      deliver(rt, r->watcher,
+              make_node<down>(down_tag, down{ref(r->ref), p->id, p->reason, std::string()}));
+    } catch (...) {
+      // Allocation failed: this watcher is not told (documented OOM limitation).
+    }
+    r->~monitor_record();
+    deallocate(r, sizeof(monitor_record));
+  }
+}
+
+void drop_own_monitors(proc* p) noexcept {
+  if (p->monitors == nullptr) return;
+  runtime_core& rt = *p->rt;
+  p->monitors->for_each([&](std::uint64_t, monitor_entry& e) {
+    drop_monitor(rt, e);
+    delete e.name;
+  });
+  delete p->monitors;
+  p->monitors = nullptr;
+}
+
+}  // namespace
+
+void exit_process(proc* p, exit_reason reason) noexcept {
+  runtime_core& rt = *p->rt;
+  p->exiting = true;
+  p->reason = std::move(reason);
+  p->state = run_state::dead;
+  p->op = nullptr;
+
+  // 1. Frames and body first: destructors may still send, and what a process sent before it
+  //    died must reach its watchers before its DOWN (SEMANTICS §1.1 rule 3).
+  if (p->body) {
+    p->body.destroy();
+    p->body = {};
+  }
+  if (p->destroy_body != nullptr) {
+    p->destroy_body(p->body_ptr());
+    p->destroy_body = nullptr;
+  }
+  if (p->timer_armed) {
+    rt.timers.cancel(&p->timer);
+    p->timer_armed = false;
+  }
+
+  // 2. Close the inbox: from now on every push fails, so nothing can be left behind in it.
+  settle_inbox(p, p->inbox.exchange(closed_mark, std::memory_order_acq_rel));
+  p->queue.clear();
+
+  // 3. The name goes before anyone learns of the death, so a restarted process can take it.
+  rt.names.release(p);
+
+  // 4. Links and watchers.
+  signal_links(p);
+  signal_watchers(p);
+  drop_own_monitors(p);
+
+  // 5. Unpublish and free once no thread can still hold a pointer.
+  rt.table.remove(p, p->id);
+  if (!p->external) rt.retire(p);
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,49 @@
+// Operations on process state used across the runtime: delivery into inboxes, draining an
+// inbox (which acts on signals), running a process for one scheduling slot, and ending one.
+#pragma once
+
+#include <beamlet/detail/message.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+
+#include "process_state.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+class worker;
+
+// -- delivery (any thread; the caller must be pinned) ---------------------------------------------
+
+/// Pushes `n` onto p's inbox and reschedules p if it was parked. Returns false (and destroys
+/// `n`) when p has exited.
+bool push(proc* p, message_node* n) noexcept;
+/// push() to the process with pid `to`; false (node destroyed) if there is none.
+bool deliver(runtime_core& rt, pid to, message_node* n) noexcept;
+
+// -- owner side -------------------------------------------------------------------------------
+
+/// Moves arrived messages to the queue in order and acts on signals. May set p->exiting.
+void drain(proc* p);
+/// Parks p in its current receive unless something arrived. True when parked: from then on
+/// another thread may own p.
+inline bool try_block(proc* p) noexcept {
+  message_node* expected = nullptr;
+  return p->inbox.compare_exchange_strong(expected, blocked_mark, std::memory_order_acq_rel,
+                                          std::memory_order_acquire);
+}
+/// Runs p for one scheduling slot on worker `w`.
+void run_process(worker& w, proc* p);
+/// Ends p with `reason`: destroys its frames, closes its inbox, releases its name, signals its
+/// links and watchers, drops its own monitors and retires its memory.
+void exit_process(proc* p, exit_reason reason) noexcept;
+/// Removes one of p's own monitors from its target's watcher list.
+void drop_monitor(runtime_core& rt, const monitor_entry& e) noexcept;
+/// allocate_proc() for a coroutine process (external = false) or a mailbox.
+proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
+                        bool external);
+/// Delivers a message to p itself (after anything already in its inbox).
+void self_deliver(proc* p, message_node* n) noexcept;
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,188 @@
+// Inbox delivery and signal handling (SEMANTICS §1.1, §2, §3).
+#include <utility>
+
+#include "process_ops.hpp"
+#include "runtime_core.hpp"
+#include "signals.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+void wake(proc* p) noexcept {
+  if (p->external) {
+    // The owner waits on the condition variable with the inbox as its predicate; taking the
+    // mutex orders this notify after its check.
+    std::lock_guard lock(p->ext->mu);
+    p->ext->cv.notify_one();
+  } else {
+    p->rt->sched.wake(p);
+  }
+}
+
+// A trapped exit becomes an ordinary message (SEMANTICS §2 rule 6).
+void trap(proc* p, pid from, exit_reason reason) {
+  p->queue.push_back(make_message(exit_message{from, std::move(reason)}));
+}
+
+void begin_exit(proc* p, exit_reason reason) noexcept {
+  if (p->exiting) return;
+  p->exiting = true;
+  p->reason = std::move(reason);
+}
+
+void handle_exit_signal(proc* p, message_node* n) {
+  auto& sig = payload<exit_signal>(n);
+  if (sig.via_link) {
+    // A link exit only counts while the link exists: unlink() makes it harmless (§2 rule 3).
+    if (p->links == nullptr || !p->links->erase(sig.from.serial())) return;
+  }
+  if (p->exiting) return;
+  const auto k = sig.reason.which();
+  if (!sig.via_link && k == exit_reason::kind::kill) {
+    begin_exit(p, exit_reason::killed());  // untrappable (§2 rule 7)
+  } else if (p->trap) {
+    trap(p, sig.from, std::move(sig.reason));
+  } else if (k == exit_reason::kind::normal) {
+    // Ignored, except exit(self(), normal), which ends the caller (§2 rule 7).
+    if (!sig.via_link && sig.from == p->id) begin_exit(p, exit_reason::normal());
+  } else {
+    begin_exit(p, std::move(sig.reason));  // same reason; a linked `kill` stays `kill` (rule 5)
+  }
+}
+
+// Returns true if the node was consumed into the queue (ownership moved).
+bool handle_signal(proc* p, message_node* n) {
+  switch (kind_of(n)) {
+    case signal_kind::link: {
+      const pid from = payload<link_signal>(n).from;
+      p->link_set().insert(from.serial(), {});
+      return false;
+    }
+    case signal_kind::unlink:
+      if (p->links != nullptr) p->links->erase(payload<unlink_signal>(n).from.serial());
+      return false;
+    case signal_kind::exit:
+      handle_exit_signal(p, n);
+      return false;
+    case signal_kind::down: {
+      auto& d = payload<down>(n);
+      monitor_entry e;
+      // Only a monitor still held produces a DOWN: demonitor() drops late ones (§3 rule 5).
+      if (p->exiting || p->monitors == nullptr || !p->monitors->erase(d.ref.value(), &e))
+        return false;
+      if (e.name != nullptr) {
+        d.name = std::move(*e.name);
+        delete e.name;
+      }
+      n->type = tag_of<down>();
+      p->queue.push_back(n);
+      return true;
+    }
+    case signal_kind::timeout:
+      if (p->timer_armed && payload<timeout_signal>(n).seq == p->receive_seq) {
+        p->timer_armed = false;
+        p->timeout_fired = true;
+      }
+      return false;
+    case signal_kind::none:
+      break;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool push(proc* p, message_node* n) noexcept {
+  message_node* old = p->inbox.load(std::memory_order_relaxed);
+  for (;;) {
+    if (old == closed_mark) {
+      destroy_node(n);
+      return false;
+    }
+    n->next = (old == blocked_mark) ? nullptr : old;
+    if (p->inbox.compare_exchange_weak(old, n, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed))
+      break;
+  }
+  if (old == blocked_mark) wake(p);
+  return true;
+}
+
+bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
+  proc* p = rt.table.lookup(to);
+  if (p == nullptr) {
+    destroy_node(n);
+    return false;
+  }
+  return push(p, n);
+}
+
+void self_deliver(proc* p, message_node* n) noexcept { push(p, n); }
+
+void drain(proc* p) {
+  if (p->inbox.load(std::memory_order_relaxed) == nullptr) return;
+  message_node* chain = p->inbox.exchange(nullptr, std::memory_order_acquire);
+  // The stack holds the newest first: reverse it into arrival order.
+  message_node* first = nullptr;
+  while (chain != nullptr) {
+    message_node* next = chain->next;
+    chain->next = first;
+    first = chain;
+    chain = next;
+  }
+  // Consecutive messages are appended as one chain; a signal flushes the chain first so any
+  // message the signal produces (EXIT, DOWN) keeps its place in arrival order.
+  message_node* run_first = nullptr;
+  message_node* run_last = nullptr;
+  std::size_t run_count = 0;
+  for (message_node* n = first; n != nullptr;) {
+    message_node* next = n->next;
+    if (n->type->kind == node_kind::message) {
+      if (p->exiting) {
+        destroy_node(n);
+      } else {
+        if (run_first == nullptr) run_first = n;
+        else run_last->next = n;
+        run_last = n;
+        ++run_count;
+      }
+    } else {
+      if (run_first != nullptr) {
+        p->queue.append(run_first, run_last, run_count);
+        run_first = run_last = nullptr;
+        run_count = 0;
+      }
+      bool kept = false;
+      try {
+        kept = handle_signal(p, n);
+      } catch (...) {
+        // Out of memory while recording a link or trapping an exit: the process cannot keep
+        // its guarantees any more, so it ends, as a BEAM process would on a failed allocation.
+        begin_exit(p, exit_reason::from_exception(std::current_exception()));
+      }
+      if (!kept) destroy_node(n);
+    }
+    n = next;
+  }
+  if (run_first != nullptr) p->queue.append(run_first, run_last, run_count);
+}
+
+void drop_monitor(runtime_core& rt, const monitor_entry& e) noexcept {
+  if (e.record == nullptr) return;
+  proc* t = rt.table.lookup(e.target);
+  // A target that left the table has closed its watcher list and freed the record itself.
+  if (t == nullptr) return;
+  std::lock_guard lock(t->watchers_lock);
+  if (t->watchers_closed) return;
+  monitor_record* r = e.record;
+  if (r->prev != nullptr) r->prev->next = r->next;
+  else t->watchers = r->next;
+  if (r->next != nullptr) r->next->prev = r->prev;
+  r->~monitor_record();
+  deallocate(r, sizeof(monitor_record));
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

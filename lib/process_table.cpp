@@ -1,0 +1,56 @@
+#include "process_table.hpp"
+
+#include <sys/mman.h>
+
+#include <bit>
+#include <new>
+
+#include <beamlet/error.hpp>
+
+#include "process_state.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+process_table::process_table(std::size_t capacity) {
+  const std::size_t cap = std::bit_ceil(capacity < 1024 ? std::size_t{1024} : capacity);
+  mask_ = cap - 1;
+  bytes_ = cap * sizeof(std::atomic<proc*>);
+  void* mem = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) throw std::bad_alloc();
+  // Anonymous pages read as zero: every slot starts as a null pointer.
+  slots_ = static_cast<std::atomic<proc*>*>(mem);
+}
+
+process_table::~process_table() { ::munmap(slots_, bytes_); }
+
+void process_table::insert(proc* p, pid& out) {
+  // Keep the table at most 7/8 full so the probe for a free serial stays short.
+  if (count_.fetch_add(1, std::memory_order_relaxed) >= capacity() - capacity() / 8) {
+    count_.fetch_sub(1, std::memory_order_relaxed);
+    throw system_limit_error("beamlet: process table full (raise runtime_options::max_processes)");
+  }
+  for (;;) {
+    const std::uint64_t serial = next_serial_.fetch_add(1, std::memory_order_relaxed);
+    std::atomic<proc*>& slot = slots_[serial & mask_];
+    if (slot.load(std::memory_order_relaxed) != nullptr) continue;
+    out = pid(serial);
+    proc* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, p, std::memory_order_seq_cst)) return;
+  }
+}
+
+proc* process_table::lookup(pid id) const noexcept {
+  proc* p = slots_[id.serial() & mask_].load(std::memory_order_seq_cst);
+  return (p != nullptr && p->id == id) ? p : nullptr;
+}
+
+void process_table::remove(proc* p, pid id) noexcept {
+  slots_[id.serial() & mask_].store(nullptr, std::memory_order_seq_cst);
+  (void)p;
+  count_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

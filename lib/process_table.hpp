@@ -1,0 +1,58 @@
+// The table of live processes, indexed by pid.
+//
+// A pid is a 64-bit serial drawn from one counter, so pids are never reused; the process lives
+// in slot `serial & mask`. Spawning skips serials whose slot is still taken, which keeps lookups
+// a single load plus a comparison (BEAM uses the same scheme). Lookups are lock-free and must run
+// pinned (epoch.hpp): the pointer they return stays valid until the caller unpins.
+//
+// The slot array is reserved with mmap and touched lazily, so capacity costs address space, not
+// resident memory.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include <beamlet/config.hpp>
+#include <beamlet/ids.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+struct proc;
+
+class process_table {
+ public:
+  explicit process_table(std::size_t capacity);
+  ~process_table();
+  process_table(const process_table&) = delete;
+  process_table& operator=(const process_table&) = delete;
+
+  /// Assigns `p` a fresh pid (written to `out`) and publishes it. Throws system_limit_error
+  /// when the table is too full.
+  void insert(proc* p, pid& out);
+  /// The live process with this pid, or null. Caller must be pinned.
+  proc* lookup(pid id) const noexcept;
+  void remove(proc* p, pid id) noexcept;
+
+  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+  std::size_t capacity() const noexcept { return mask_ + 1; }
+
+  /// Calls f(proc*) for every published process. Only meaningful when processes are not being
+  /// created or destroyed concurrently (shutdown); the caller must be pinned.
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i <= mask_; ++i)
+      if (proc* p = slots_[i].load(std::memory_order_acquire)) f(p);
+  }
+
+ private:
+  std::atomic<proc*>* slots_;
+  std::size_t mask_;
+  std::size_t bytes_;
+  std::atomic<std::uint64_t> next_serial_{1};
+  std::atomic<std::size_t> count_{0};
+};
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

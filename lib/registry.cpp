@@ -1,0 +1,71 @@
+#include "registry.hpp"
+
+#include <algorithm>
+
+#include <beamlet/error.hpp>
+
+#include "process_state.hpp"
+#include "process_table.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+std::error_code registry::register_name(std::string_view name, proc* p) {
+  // `undefined` is what whereis answers for a free name in Erlang, so it cannot be a name
+  // (SEMANTICS §9 rule 1).
+  if (name.empty() || name == "undefined") return errc::invalid_name;
+  std::lock_guard lock(mu_);
+  if (p == nullptr || p->reg_closed) return errc::not_alive;
+  if (p->reg_name != nullptr) return errc::already_named;
+  auto [it, inserted] = names_.try_emplace(std::string(name), p->id);
+  if (!inserted) return errc::name_taken;
+  p->reg_name = &it->first;  // node-based map: the key's address is stable
+  return {};
+}
+
+std::error_code registry::unregister_name(std::string_view name, const process_table& table) {
+  std::lock_guard lock(mu_);
+  auto it = names_.find(name);
+  if (it == names_.end()) return errc::not_registered;
+  // The holder cannot finish exiting while we hold the lock (release() takes it), so it is
+  // still in the table.
+  if (proc* p = table.lookup(it->second)) p->reg_name = nullptr;
+  names_.erase(it);
+  return {};
+}
+
+std::optional<pid> registry::whereis(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  auto it = names_.find(name);
+  if (it == names_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> registry::names() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(names_.size());
+  for (const auto& [name, p] : names_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::string> registry::name_of(const proc* p) const {
+  if (p == nullptr) return std::nullopt;
+  std::lock_guard lock(mu_);
+  if (p->reg_name == nullptr) return std::nullopt;
+  return *p->reg_name;
+}
+
+void registry::release(proc* p) noexcept {
+  std::lock_guard lock(mu_);
+  p->reg_closed = true;
+  if (p->reg_name != nullptr) {
+    auto it = names_.find(std::string_view(*p->reg_name));
+    if (it != names_.end()) names_.erase(it);
+    p->reg_name = nullptr;
+  }
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

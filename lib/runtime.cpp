@@ -1,0 +1,199 @@
+#include <beamlet/mailbox.hpp>
+#include <beamlet/runtime.hpp>
+
+#include <algorithm>
+#include <thread>
+
+#include "process_ops.hpp"
+#include "runtime_core.hpp"
+#include "signals.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+runtime_options normalized(runtime_options o) {
+  if (o.schedulers == 0) o.schedulers = std::max(1u, std::thread::hardware_concurrency());
+  if (o.reductions < 1) o.reductions = 1;
+  return o;
+}
+
+}  // namespace
+
+runtime_core::runtime_core(const runtime_options& o)
+    : options(normalized(o)),
+      epoch(options.schedulers),
+      table(options.max_processes),
+      timers(*this),
+      sched(*this, options.schedulers) {}
+
+runtime_core::~runtime_core() {
+  shutdown();
+  epoch.free_all_shared();
+}
+
+void runtime_core::start() {
+  timers.start();
+  sched.start();
+  started_ = true;
+}
+
+pin::pin(runtime_core& rt) noexcept {
+  worker* w = current_worker();
+  if (w == nullptr || &w->sched.rt() != &rt) guard_.emplace(rt.epoch);
+}
+
+void runtime_core::retire(proc* p) noexcept {
+  worker* w = current_worker();
+  try {
+    if (w != nullptr && &w->sched.rt() == this) epoch.retire(w->retired, p, &free_proc);
+    else epoch.retire_shared(p, &free_proc);
+  } catch (...) {
+    // Could not record the retirement (out of memory): leak the process rather than free it
+    // while another thread may still read it.
+  }
+}
+
+void runtime_core::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (!started_) return;
+
+  // Phase 1: ask every process to stop, as an exit signal `shutdown` from outside. Mailboxes
+  // belong to their threads and are left alone.
+  std::size_t mailboxes = 0;
+  {
+    pin guard(*this);
+    std::vector<pid> targets;
+    table.for_each([&](proc* p) {
+      if (p->external) ++mailboxes;
+      else targets.push_back(p->id);
+    });
+    for (pid t : targets)
+      deliver(*this, t,
+              make_node<exit_signal>(exit_tag, exit_signal{pid(), exit_reason::shutdown(), false}));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options.shutdown_grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::size_t externals = 0;
+    {
+      pin guard(*this);
+      table.for_each([&](proc* p) { externals += p->external ? 1 : 0; });
+    }
+    if (table.size() <= externals) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  // Phase 2: nothing runs any more.
+  closed.store(true);
+  timers.stop();
+  sched.stop();
+
+  // Phase 3: end what is left without running it. With the workers joined, this thread is the
+  // only one running process code. Mailboxes are owned by their threads, so they get the same
+  // `shutdown` exit signal as everyone else (their next receive reports it) instead of having
+  // their state torn down from here.
+  {
+    pin guard(*this);
+    std::vector<proc*> rest;
+    table.for_each([&](proc* p) { rest.push_back(p); });
+    for (proc* p : rest)
+      if (!p->external) exit_process(p, exit_reason::shutdown());
+    for (proc* p : rest)
+      if (p->external)
+        deliver(*this, p->id,
+                make_node<exit_signal>(exit_tag,
+                                       exit_signal{pid(), exit_reason::shutdown(), false}));
+  }
+  sched.clear_queues();
+  // Free what no outside thread can still reach; the rest goes with the last reference.
+  epoch.try_advance();
+  epoch.try_advance();
+  epoch.collect_shared();
+}
+
+}  // namespace detail
+
+// -- runtime ---------------------------------------------------------------------------------------
+
+runtime::runtime() : runtime(runtime_options{}) {}
+
+runtime::runtime(runtime_options options) : core_(new detail::runtime_core(options)) {
+  core_->start();
+}
+
+runtime::~runtime() {
+  core_->shutdown();
+  core_.release()->release();
+}
+
+void runtime::shutdown() { core_->shutdown(); }
+
+std::optional<std::chrono::nanoseconds> runtime::cancel_timer(ref timer) {
+  return core_->timers.cancel_send_after(timer);
+}
+
+std::size_t runtime::pending_timers() const noexcept { return core_->timers.pending(); }
+
+void runtime::exit(pid target, const exit_reason& reason) {
+  detail::pin guard(*core_);
+  detail::deliver(*core_, target,
+                  detail::make_node<detail::exit_signal>(
+                      detail::exit_tag, detail::exit_signal{pid(), reason, false}));
+}
+
+std::optional<exit_reason> runtime::wait(pid target, std::chrono::milliseconds timeout) {
+  mailbox me(*this);
+  const ref r = me.monitor(target);
+  auto m = me.receive(on<down>().when([r](const down& d) { return d.ref == r; }), after(timeout));
+  if (m.timed_out()) {
+    me.demonitor(r);
+    return std::nullopt;
+  }
+  return m.get<down>().reason;
+}
+
+std::error_code runtime::register_name(std::string_view name, pid p) {
+  detail::pin guard(*core_);
+  return core_->names.register_name(name, core_->table.lookup(p));
+}
+
+std::error_code runtime::unregister_name(std::string_view name) {
+  detail::pin guard(*core_);
+  return core_->names.unregister_name(name, core_->table);
+}
+
+std::optional<pid> runtime::whereis(std::string_view name) const {
+  return core_->names.whereis(name);
+}
+
+std::vector<std::string> runtime::registered() const { return core_->names.names(); }
+
+bool runtime::is_alive(pid p) const noexcept {
+  detail::pin guard(*core_);
+  detail::proc* q = core_->table.lookup(p);
+  return q != nullptr && q->inbox.load(std::memory_order_acquire) != detail::closed_mark;
+}
+
+std::optional<std::string> runtime::registered_name(pid p) const {
+  detail::pin guard(*core_);
+  return core_->names.name_of(core_->table.lookup(p));
+}
+
+std::vector<pid> runtime::monitored_by(pid p) const {
+  std::vector<pid> out;
+  detail::pin guard(*core_);
+  detail::proc* q = core_->table.lookup(p);
+  if (q == nullptr) return out;
+  std::lock_guard lock(q->watchers_lock);
+  for (detail::monitor_record* r = q->watchers; r != nullptr; r = r->next)
+    out.push_back(r->watcher);
+  return out;
+}
+
+std::size_t runtime::process_count() const noexcept { return core_->table.size(); }
+
+unsigned runtime::schedulers() const noexcept { return core_->options.schedulers; }
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,70 @@
+// The runtime's shared state. One per beamlet::runtime; mailboxes hold a reference too, so it
+// outlives a runtime object destroyed before a mailbox (the mailbox then reports `shutdown`).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <beamlet/runtime.hpp>
+
+#include "epoch.hpp"
+#include "process_table.hpp"
+#include "registry.hpp"
+#include "scheduler.hpp"
+#include "timer_service.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+class runtime_core {
+ public:
+  explicit runtime_core(const runtime_options& options);
+  ~runtime_core();
+
+  void start();
+  void shutdown();
+
+  /// Retires a dead process's memory from whatever thread ended it.
+  void retire(proc* p) noexcept;
+
+  std::uint64_t new_ref() noexcept { return next_ref_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Shared ownership by the runtime object and by mailboxes.
+  void acquire() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  const runtime_options options;
+  epoch_domain epoch;
+  process_table table;
+  registry names;
+  timer_service timers;
+  scheduler sched;
+
+  /// No new processes once the grace period of shutdown is over.
+  std::atomic<bool> closed{false};
+
+ private:
+  std::atomic<std::uint64_t> next_ref_{1};
+  std::atomic<std::uint32_t> refs_{1};
+  bool shut_down_ = false;
+  bool started_ = false;
+};
+
+/// Pins the calling thread for one operation unless it is one of `rt`'s workers (which are
+/// pinned whenever they run processes).
+class pin {
+ public:
+  explicit pin(runtime_core& rt) noexcept;
+  pin(const pin&) = delete;
+  pin& operator=(const pin&) = delete;
+
+ private:
+  std::optional<epoch_domain::outside_guard> guard_;
+};
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,299 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "process_ops.hpp"
+#include "runtime_core.hpp"
+#include "spinlock.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+thread_local worker* tls_worker = nullptr;
+
+// How many processes a worker may run from its next slot in a row before it takes the oldest
+// process of its ring instead (fairness against a ping-pong pair).
+constexpr unsigned next_slot_limit = 16;
+// A worker polls the global queue first every this many runs (a prime, as in Tokio/Go).
+constexpr std::uint64_t global_poll_interval = 61;
+// Quiescent-state announcement interval (runs), for epoch reclamation.
+constexpr std::uint64_t quiescent_interval = 16;
+// Spin rounds before parking; each round looks for work everywhere.
+constexpr int spin_rounds = 64;
+
+std::uint64_t xorshift(std::uint64_t& s) noexcept {
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return s;
+}
+
+}  // namespace
+
+worker* current_worker() noexcept { return tls_worker; }
+
+void worker::push_back(proc* p) {
+  if (!ring.push(p)) {
+    // Ring full: move half of it, and p, to the global queue in one lock.
+    proc* first = p;
+    proc* last = p;
+    std::size_t n = 1;
+    for (std::uint32_t i = 0; i < run_queue::capacity / 2; ++i) {
+      proc* q = ring.pop();
+      if (q == nullptr) break;
+      last->next_runnable = q;
+      last = q;
+      ++n;
+    }
+    last->next_runnable = nullptr;
+    sched.push_global(first, last, n);
+  }
+  pushed = true;
+}
+
+void worker::push_next(proc* p) {
+  if (next_slot != nullptr) push_back(next_slot);
+  next_slot = p;
+}
+
+scheduler::scheduler(runtime_core& rt, unsigned workers) : rt_(rt) {
+  workers_.reserve(workers);
+  for (unsigned i = 0; i < workers; ++i) {
+    auto w = std::make_unique<worker>(*this, i, rt.epoch.worker_record(i));
+    w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
+    workers_.push_back(std::move(w));
+  }
+}
+
+scheduler::~scheduler() {
+  stop();
+  // Destroyed with the runtime core: no thread can reach a retired process any more.
+  for (auto& w : workers_) rt_.epoch.free_all(w->retired);
+}
+
+void scheduler::start() {
+  for (auto& w : workers_) {
+    worker* wp = w.get();
+    wp->thread = std::thread([this, wp] { run(*wp); });
+  }
+}
+
+void scheduler::stop() noexcept {
+  if (stopping_.exchange(true)) {
+    // Second call (destructor after shutdown): threads are already joined.
+  }
+  {
+    std::lock_guard lock(idle_mu_);
+    for (worker* w : idle_) {
+      w->sleep_word.store(1, std::memory_order_release);
+      w->sleep_word.notify_one();
+    }
+    idle_.clear();
+    sleepers_.store(0);
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+void scheduler::wake(proc* p) {
+  worker* w = tls_worker;
+  if (w != nullptr && &w->sched == this) {
+    w->push_next(p);
+  } else {
+    p->next_runnable = nullptr;
+    push_global(p, p, 1);
+    notify_one();
+  }
+}
+
+void scheduler::spawned(proc* p) {
+  worker* w = tls_worker;
+  if (w != nullptr && &w->sched == this) {
+    w->push_back(p);
+  } else {
+    p->next_runnable = nullptr;
+    push_global(p, p, 1);
+    notify_one();
+  }
+}
+
+void scheduler::push_global(proc* first, proc* last, std::size_t n) {
+  std::lock_guard lock(global_mu_);
+  if (global_tail_ != nullptr) global_tail_->next_runnable = first;
+  else global_head_ = first;
+  global_tail_ = last;
+  global_size_.fetch_add(n, std::memory_order_release);
+}
+
+proc* scheduler::pop_global(worker& w) {
+  if (global_size_.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard lock(global_mu_);
+  proc* p = global_head_;
+  if (p == nullptr) return nullptr;
+  // Take a share of the queue into the ring, so the next runs need no lock.
+  const std::size_t share =
+      std::min<std::size_t>(global_size_.load(std::memory_order_relaxed) / workers_.size() + 1,
+                            run_queue::capacity / 2);
+  global_head_ = p->next_runnable;
+  std::size_t taken = 1;
+  while (taken < share && global_head_ != nullptr) {
+    proc* q = global_head_;
+    if (!w.ring.push(q)) break;
+    global_head_ = q->next_runnable;
+    ++taken;
+  }
+  if (global_head_ == nullptr) global_tail_ = nullptr;
+  global_size_.fetch_sub(taken, std::memory_order_release);
+  if (taken > 1) w.pushed = true;
+  return p;
+}
+
+proc* scheduler::steal(worker& w) {
+  const std::size_t n = workers_.size();
+  if (n < 2) return nullptr;
+  const std::size_t start = static_cast<std::size_t>(xorshift(w.rng) % n);
+  for (std::size_t i = 0; i < n; ++i) {
+    worker& victim = *workers_[(start + i) % n];
+    if (&victim == &w) continue;
+    if (proc* p = victim.ring.steal_into(w.ring)) {
+      if (!w.ring.empty()) w.pushed = true;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+proc* scheduler::next(worker& w) {
+  ++w.ticks;
+  if (w.ticks % global_poll_interval == 0) {
+    if (proc* p = pop_global(w)) return p;
+  }
+  if (w.next_slot != nullptr) {
+    if (w.next_streak < next_slot_limit) {
+      ++w.next_streak;
+      return std::exchange(w.next_slot, nullptr);
+    }
+    w.push_back(std::exchange(w.next_slot, nullptr));
+  }
+  w.next_streak = 0;
+  if (proc* p = w.ring.pop()) return p;
+  if (proc* p = pop_global(w)) return p;
+  return steal(w);
+}
+
+bool scheduler::has_visible_work(const worker& w) const noexcept {
+  if (global_size_.load(std::memory_order_seq_cst) != 0) return true;
+  for (auto& other : workers_)
+    if (other.get() != &w && other->ring.size() > 1) return true;
+  return false;
+}
+
+void scheduler::notify_one() {
+  // The RMW is a full barrier: the work we just published is visible to a worker that
+  // announced itself in sleepers_ before this point, and we see any announcement made before
+  // it (the Dekker pattern with park()).
+  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
+  if (spinning_.load(std::memory_order_relaxed) != 0) return;  // a spinner will find it
+  worker* w = nullptr;
+  {
+    std::lock_guard lock(idle_mu_);
+    if (idle_.empty()) return;
+    w = idle_.back();
+    idle_.pop_back();
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    w->sleep_word.store(1, std::memory_order_release);
+  }
+  w->sleep_word.notify_one();
+}
+
+void scheduler::after_run(worker& w) {
+  if (w.pushed) {
+    w.pushed = false;
+    if (w.ring.size() > 0) notify_one();
+  }
+  if (w.ticks % quiescent_interval == 0) {
+    rt_.epoch.enter(w.rec);  // quiescent state: holds no process pointer between runs
+    if (!w.retired.empty()) {
+      rt_.epoch.try_advance();
+      rt_.epoch.collect(w.retired);
+    }
+    rt_.epoch.collect_shared();
+  }
+}
+
+void scheduler::park(worker& w) {
+  // Spin first: a reply or a wake-up often comes within microseconds, and a futex round trip
+  // costs more than that.
+  spinning_.fetch_add(1, std::memory_order_relaxed);
+  for (int i = 0; i < spin_rounds; ++i) {
+    if (global_size_.load(std::memory_order_relaxed) != 0 || has_visible_work(w) ||
+        stopping_.load(std::memory_order_relaxed)) {
+      spinning_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    for (int k = 0; k < 32; ++k) cpu_relax();
+  }
+  spinning_.fetch_sub(1, std::memory_order_relaxed);
+
+  // Nothing to free may wait on us while we sleep: reclaim what we can, then go inactive.
+  rt_.epoch.try_advance();
+  rt_.epoch.collect(w.retired);
+  rt_.epoch.leave(w.rec);
+  {
+    std::lock_guard lock(idle_mu_);
+    w.sleep_word.store(0, std::memory_order_relaxed);
+    idle_.push_back(&w);
+  }
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) &&
+      w.ring.empty()) {
+    while (w.sleep_word.load(std::memory_order_acquire) == 0)
+      w.sleep_word.wait(0, std::memory_order_acquire);
+  } else {
+    std::lock_guard lock(idle_mu_);
+    if (auto it = std::find(idle_.begin(), idle_.end(), &w); it != idle_.end()) {
+      idle_.erase(it);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  rt_.epoch.enter(w.rec);
+}
+
+void scheduler::run(worker& w) {
+  tls_worker = &w;
+  rt_.epoch.enter(w.rec);
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    proc* p = next(w);
+    if (p == nullptr) {
+      park(w);
+      continue;
+    }
+    run_process(w, p);
+    after_run(w);
+  }
+  rt_.epoch.leave(w.rec);
+  tls_worker = nullptr;
+}
+
+std::size_t scheduler::queued() const noexcept {
+  std::size_t n = global_size_.load(std::memory_order_relaxed);
+  for (auto& w : workers_) n += w->ring.size() + (w->next_slot != nullptr ? 1 : 0);
+  return n;
+}
+
+void scheduler::clear_queues() noexcept {
+  for (auto& w : workers_) {
+    while (w->ring.pop() != nullptr) {
+    }
+    w->next_slot = nullptr;
+  }
+  std::lock_guard lock(global_mu_);
+  global_head_ = global_tail_ = nullptr;
+  global_size_.store(0);
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,116 @@
+// Scheduler threads.
+//
+// Each worker owns a FIFO ring (run_queue.hpp) and a one-process "next" slot. A process woken by
+// a message sent from a worker goes into that worker's next slot, so a request/reply pair keeps
+// running on one core with no cross-thread hand-off (the slot is not stealable); the previous
+// occupant moves to the ring. Spawned and yielding processes go to the back of the ring. Idle
+// workers steal half of a victim's ring, and look at the global queue, which receives wake-ups
+// from non-worker threads and ring overflow. The next-slot chain is capped so two processes
+// ping-ponging cannot starve the ring, and the global queue is polled every 61 runs so it cannot
+// starve either.
+//
+// A worker with nothing to do spins briefly, then parks on a futex (std::atomic::wait) and uses
+// no CPU. Work pushed where a parked worker could take it wakes one, at most once per process run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <beamlet/config.hpp>
+
+#include "epoch.hpp"
+#include "run_queue.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+class runtime_core;
+class scheduler;
+struct proc;
+
+class worker {
+ public:
+  worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept
+      : sched(s), index(i), rec(r) {}
+
+  scheduler& sched;
+  const unsigned index;
+  epoch_domain::record& rec;
+  epoch_domain::bag retired;
+
+  run_queue ring;
+  proc* next_slot = nullptr;
+  unsigned next_streak = 0;
+  bool pushed = false;  // made work stealable during the current run
+  std::uint64_t ticks = 0;
+  std::uint64_t rng;
+  std::atomic<std::uint32_t> sleep_word{0};
+  std::thread thread;
+
+  /// Queues `p` behind this worker's other runnable processes.
+  void push_back(proc* p);
+  /// Makes `p` the next process this worker runs.
+  void push_next(proc* p);
+};
+
+/// The worker running on this thread, or null.
+worker* current_worker() noexcept;
+
+class scheduler {
+ public:
+  scheduler(runtime_core& rt, unsigned workers);
+  ~scheduler();
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  void start();
+  /// Stops and joins the workers. Processes still queued are not run again.
+  void stop() noexcept;
+
+  /// Makes a process runnable after a wake-up (a push replaced blocked_mark).
+  void wake(proc* p);
+  /// Makes a newly spawned process runnable.
+  void spawned(proc* p);
+
+  unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  runtime_core& rt() noexcept { return rt_; }
+  /// Processes queued anywhere (approximate; for shutdown bookkeeping and tests).
+  std::size_t queued() const noexcept;
+  /// Drops every queued entry without running it (after stop()).
+  void clear_queues() noexcept;
+
+ private:
+  friend class worker;
+
+  void run(worker& w);
+  proc* next(worker& w);
+  proc* steal(worker& w);
+  proc* pop_global(worker& w);
+  void push_global(proc* first, proc* last, std::size_t n);
+  void park(worker& w);
+  bool has_visible_work(const worker& w) const noexcept;
+  /// Wakes a parked worker if any (full barrier first: pairs with park()'s announcement).
+  void notify_one();
+  void after_run(worker& w);
+
+  runtime_core& rt_;
+  std::vector<std::unique_ptr<worker>> workers_;
+
+  std::mutex global_mu_;
+  proc* global_head_ = nullptr;
+  proc* global_tail_ = nullptr;
+  std::atomic<std::size_t> global_size_{0};
+
+  std::mutex idle_mu_;
+  std::vector<worker*> idle_;
+  std::atomic<std::uint32_t> sleepers_{0};
+  std::atomic<std::uint32_t> spinning_{0};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,53 @@
+// The signals processes exchange besides messages. They travel through the same inbox as
+// messages, which is what gives every signal kind the per-pair ordering of SEMANTICS §1.1
+// rule 1, and they are acted on when the receiver drains its inbox, never queued as messages.
+#pragma once
+
+#include <cstdint>
+#include <typeinfo>
+
+#include <beamlet/detail/message.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/system_messages.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+enum class signal_kind : std::uint8_t { none = 0, link, unlink, exit, down, timeout };
+
+struct link_signal {
+  pid from;
+};
+struct unlink_signal {
+  pid from;
+};
+struct exit_signal {
+  pid from;
+  exit_reason reason;
+  bool via_link;  ///< sent because a linked process ended (ignored once unlinked)
+};
+struct timeout_signal {
+  std::uint32_t seq;
+};
+
+template <class T, signal_kind K>
+inline constexpr type_descriptor signal_type{&destroy_typed<T>, &typeid(T), node_kind::signal,
+                                             static_cast<std::uint8_t>(K)};
+
+inline constexpr const type_descriptor* link_tag = &signal_type<link_signal, signal_kind::link>;
+inline constexpr const type_descriptor* unlink_tag =
+    &signal_type<unlink_signal, signal_kind::unlink>;
+inline constexpr const type_descriptor* exit_tag = &signal_type<exit_signal, signal_kind::exit>;
+inline constexpr const type_descriptor* timeout_tag =
+    &signal_type<timeout_signal, signal_kind::timeout>;
+/// A DOWN in transit: becomes a `down` message if the watcher still holds the monitor. Same
+/// payload type as the message, so accepting it is a retag, not a copy.
+inline constexpr const type_descriptor* down_tag = &signal_type<down, signal_kind::down>;
+
+inline signal_kind kind_of(const message_node* n) noexcept {
+  return static_cast<signal_kind>(n->type->signal);
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

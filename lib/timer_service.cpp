@@ -1,0 +1,237 @@
+#include "timer_service.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <thread>
+#include <utility>
+
+#include "process_ops.hpp"
+#include "runtime_core.hpp"
+#include "signals.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+struct timer_service::send_after_entry : timer_entry {
+  message_node* msg = nullptr;
+  std::uint64_t ref = 0;
+};
+
+struct timer_service::impl {
+  boost::asio::io_context io;
+  boost::asio::steady_timer timer{io};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
+      io.get_executor()};
+  std::thread thread;
+};
+
+timer_service::timer_service(runtime_core& rt) : rt_(rt), impl_(std::make_unique<impl>()) {}
+
+timer_service::~timer_service() { stop(); }
+
+void timer_service::start() {
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+void timer_service::stop() noexcept {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  impl_->guard.reset();
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  std::lock_guard lock(mu_);
+  for (timer_entry* e : heap_) {
+    e->heap_index = timer_entry::not_queued;
+    if (e->type == timer_entry::kind::send_after) {
+      auto* s = static_cast<send_after_entry*>(e);
+      destroy_node(s->msg);
+      delete s;
+    }
+  }
+  heap_.clear();
+  by_ref_.clear();
+}
+
+// -- heap ------------------------------------------------------------------------------------------
+
+void timer_service::place(timer_entry* e, std::uint32_t i) noexcept {
+  heap_[i] = e;
+  e->heap_index = i;
+}
+
+void timer_service::sift_up(std::uint32_t i) noexcept {
+  timer_entry* e = heap_[i];
+  while (i > 0) {
+    const std::uint32_t parent = (i - 1) / 2;
+    if (heap_[parent]->deadline <= e->deadline) break;
+    place(heap_[parent], i);
+    i = parent;
+  }
+  place(e, i);
+}
+
+void timer_service::sift_down(std::uint32_t i) noexcept {
+  const auto n = static_cast<std::uint32_t>(heap_.size());
+  timer_entry* e = heap_[i];
+  for (;;) {
+    std::uint32_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && heap_[child + 1]->deadline < heap_[child]->deadline) ++child;
+    if (e->deadline <= heap_[child]->deadline) break;
+    place(heap_[child], i);
+    i = child;
+  }
+  place(e, i);
+}
+
+void timer_service::push_locked(timer_entry* e) {
+  heap_.push_back(e);
+  sift_up(static_cast<std::uint32_t>(heap_.size() - 1));
+}
+
+void timer_service::remove_locked(timer_entry* e) noexcept {
+  const std::uint32_t i = e->heap_index;
+  timer_entry* last = heap_.back();
+  heap_.pop_back();
+  e->heap_index = timer_entry::not_queued;
+  if (last == e) return;
+  place(last, i);
+  sift_up(i);
+  sift_down(last->heap_index);
+}
+
+// -- arming ----------------------------------------------------------------------------------------
+
+void timer_service::request_rearm(clock::time_point deadline) {
+  // Caller holds mu_. Only a deadline earlier than the one the timer sleeps for needs the timer
+  // thread; later ones are picked up when it next wakes.
+  if (deadline >= armed_for_ || stopped_) return;
+  armed_for_ = deadline;
+  boost::asio::post(impl_->io, [this] {
+    std::lock_guard lock(mu_);
+    if (heap_.empty()) {
+      armed_for_ = clock::time_point::max();
+      return;
+    }
+    armed_for_ = heap_.front()->deadline;
+    impl_->timer.expires_at(armed_for_);
+    impl_->timer.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) on_wake();
+    });
+  });
+}
+
+void timer_service::arm(timer_entry* e) {
+  std::lock_guard lock(mu_);
+  push_locked(e);
+  if (e->heap_index == 0) request_rearm(e->deadline);
+}
+
+bool timer_service::cancel(timer_entry* e) noexcept {
+  std::lock_guard lock(mu_);
+  if (e->heap_index == timer_entry::not_queued) return false;
+  remove_locked(e);
+  return true;
+}
+
+ref timer_service::send_after(pid to, message_node* msg, clock::duration delay) {
+  auto* e = new send_after_entry;
+  e->type = timer_entry::kind::send_after;
+  e->target = to;
+  e->msg = msg;
+  e->ref = rt_.new_ref();
+  e->deadline = clock::now() + delay;
+  std::lock_guard lock(mu_);
+  if (stopped_) {
+    destroy_node(msg);
+    const std::uint64_t r = e->ref;
+    delete e;
+    return ref(r);
+  }
+  try {
+    by_ref_.insert(e->ref, e);
+    push_locked(e);
+  } catch (...) {
+    by_ref_.erase(e->ref);
+    destroy_node(msg);
+    delete e;
+    throw;
+  }
+  if (e->heap_index == 0) request_rearm(e->deadline);
+  return ref(e->ref);
+}
+
+std::optional<clock::duration> timer_service::cancel_send_after(ref r) noexcept {
+  send_after_entry* e = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (!by_ref_.erase(r.value(), &e)) return std::nullopt;
+    remove_locked(e);
+  }
+  const clock::duration left = e->deadline - clock::now();
+  destroy_node(e->msg);
+  delete e;
+  return left > clock::duration::zero() ? left : clock::duration::zero();
+}
+
+std::size_t timer_service::pending() const noexcept {
+  std::lock_guard lock(mu_);
+  return heap_.size();
+}
+
+// -- firing (timer thread) -------------------------------------------------------------------------
+
+void timer_service::on_wake() noexcept {
+  struct fired {
+    pid target;
+    std::uint32_t seq;
+    send_after_entry* entry;  // null for a receive timeout
+  };
+  std::vector<fired> due;
+  {
+    std::lock_guard lock(mu_);
+    const clock::time_point now = clock::now();
+    while (!heap_.empty() && heap_.front()->deadline <= now) {
+      timer_entry* e = heap_.front();
+      remove_locked(e);
+      // Copy what delivery needs: once mu_ is released a receive-timeout entry may be re-armed
+      // by its process, or freed with it.
+      if (e->type == timer_entry::kind::send_after) {
+        auto* s = static_cast<send_after_entry*>(e);
+        by_ref_.erase(s->ref);
+        due.push_back({s->target, 0, s});
+      } else {
+        due.push_back({e->target, e->seq, nullptr});
+      }
+    }
+    armed_for_ = clock::time_point::max();
+    if (!heap_.empty()) {
+      armed_for_ = heap_.front()->deadline;
+      impl_->timer.expires_at(armed_for_);
+      impl_->timer.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) on_wake();
+      });
+    }
+  }
+  pin guard(rt_);
+  for (const fired& f : due) {
+    if (f.entry != nullptr) {
+      deliver(rt_, f.target, f.entry->msg);
+      delete f.entry;
+    } else {
+      try {
+        deliver(rt_, f.target, make_node<timeout_signal>(timeout_tag, timeout_signal{f.seq}));
+      } catch (...) {
+        // Out of memory: the receive waits for a message instead (documented OOM limitation).
+      }
+    }
+  }
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

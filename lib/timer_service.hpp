@@ -1,0 +1,90 @@
+// Receive timeouts and send_after timers.
+//
+// All pending timers of a runtime live in one binary min-heap guarded by a mutex; a single
+// Boost.Asio steady_timer on a dedicated thread sleeps until the earliest deadline. Millions of
+// pending timeouts are millions of heap entries, not OS timers, and an idle runtime's timer
+// thread sleeps without waking. Arming and cancelling are O(log n); each entry knows its heap
+// position, so a receive that completes before its timeout removes its entry at once instead of
+// leaving garbage behind.
+//
+// A fired receive timeout is delivered as a signal into the process's inbox carrying the
+// receive's sequence number, so it races with messages exactly like any other signal and a
+// stale timeout (the receive already completed) is recognised and dropped.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <beamlet/detail/message.hpp>
+#include <beamlet/detail/receive_op.hpp>
+#include <beamlet/ids.hpp>
+
+#include "flat_map.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+class runtime_core;
+
+struct timer_entry {
+  static constexpr std::uint32_t not_queued = std::numeric_limits<std::uint32_t>::max();
+  enum class kind : std::uint8_t { receive_timeout, send_after };
+
+  clock::time_point deadline{};
+  pid target;
+  std::uint32_t heap_index = not_queued;
+  std::uint32_t seq = 0;  ///< receive timeouts: which receive this is for
+  kind type = kind::receive_timeout;
+};
+
+class timer_service {
+ public:
+  explicit timer_service(runtime_core& rt);
+  ~timer_service();
+  timer_service(const timer_service&) = delete;
+  timer_service& operator=(const timer_service&) = delete;
+
+  void start();
+  /// Stops the timer thread and frees pending send_after messages. Pending receive timeouts
+  /// belong to their processes and are simply forgotten.
+  void stop() noexcept;
+
+  /// Arms a receive timeout; `e` must stay valid until it fires or is cancelled.
+  void arm(timer_entry* e);
+  /// Removes `e` if it is still pending. Returns true if it was.
+  bool cancel(timer_entry* e) noexcept;
+
+  ref send_after(pid to, message_node* msg, clock::duration delay);
+  /// Time left on a send_after timer, which is cancelled; nullopt if it fired or is unknown.
+  std::optional<clock::duration> cancel_send_after(ref r) noexcept;
+
+  std::size_t pending() const noexcept;
+
+ private:
+  struct send_after_entry;
+  struct impl;
+
+  void push_locked(timer_entry* e);
+  void remove_locked(timer_entry* e) noexcept;
+  void sift_up(std::uint32_t i) noexcept;
+  void sift_down(std::uint32_t i) noexcept;
+  void place(timer_entry* e, std::uint32_t i) noexcept;
+  void on_wake() noexcept;
+  void request_rearm(clock::time_point deadline);
+
+  runtime_core& rt_;
+  mutable std::mutex mu_;
+  std::vector<timer_entry*> heap_;
+  flat_map<send_after_entry*> by_ref_;
+  clock::time_point armed_for_ = clock::time_point::max();
+  bool stopped_ = false;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,147 @@
+// Process bodies as coroutines: nested helpers, results, exceptions, how a process ends.
+#include <memory>
+#include <stdexcept>
+
+#include "test_support.hpp"
+
+namespace beamlet::test {
+
+namespace {
+
+struct value {
+  int v;
+};
+
+// A nested helper that itself suspends in a receive.
+task<int> receive_value(process& self) {
+  auto m = co_await self.receive(on<value>());
+  co_return m.get<value>().v;
+}
+
+task<int> twice_nested(process& self) {
+  const int a = co_await receive_value(self);
+  const int b = co_await receive_value(self);
+  co_return a + b;
+}
+
+task<> throws_inside(process& self) {
+  co_await self.receive(on<value>());
+  throw std::runtime_error("inner failure");
+}
+
+}  // namespace
+
+TEST(Task, ReceiveInsideNestedCoroutines) {
+  runtime rt;
+  std::atomic<int> result{0};
+  watched p(rt, [&](process& self) -> task<> { result = co_await twice_nested(self); });
+  rt.send(p, value{20});
+  rt.send(p, value{22});
+  EXPECT_EQ(expect_exit(rt, p), exit_reason::normal());
+  EXPECT_EQ(result.load(), 42);
+}
+
+// An exception from a nested task propagates to its awaiter, which may catch it.
+TEST(Task, ExceptionPropagatesToAwaiter) {
+  runtime rt;
+  std::atomic<bool> caught{false};
+  watched p(rt, [&](process& self) -> task<> {
+    try {
+      co_await throws_inside(self);
+    } catch (const std::runtime_error& e) {
+      caught = std::string(e.what()) == "inner failure";
+    }
+  });
+  rt.send(p, value{1});
+  EXPECT_EQ(expect_exit(rt, p), exit_reason::normal());
+  EXPECT_TRUE(caught);
+}
+
+// A process ends with reason `normal` when its body returns.
+TEST(Task, BodyReturnIsNormalExit) {
+  runtime rt;
+  EXPECT_EQ(run_process(rt, [](process&) -> task<> { co_return; }), exit_reason::normal());
+}
+
+// An escaping exception ends the process with its type and what().
+TEST(Task, EscapingExceptionIsExitReason) {
+  runtime rt;
+  watched p(rt, [](process& self) -> task<> { co_await throws_inside(self); });
+  rt.send(p, value{1});
+  const exit_reason r = expect_exit(rt, p);
+  EXPECT_EQ(r.which(), exit_reason::kind::exception);
+  EXPECT_EQ(r.exception_type(), "std::runtime_error");
+  EXPECT_EQ(r.detail(), "inner failure");
+}
+
+// co_await self.exit(reason) ends the process with that reason, from any depth.
+TEST(Task, ExitAwaitEndsWithReason) {
+  runtime rt;
+  auto deep = [](process& self) -> task<int> {
+    co_await self.exit(exit_reason::error("custom"));
+    ADD_FAILURE() << "resumed after exit";
+    co_return 0;
+  };
+  EXPECT_EQ(run_process(rt, [&](process& self) -> task<> { co_await deep(self); }),
+            exit_reason::error("custom"));
+}
+
+// Throwing exit_exception from plain code ends the process with the reason, unwrapped.
+TEST(Task, ExitExceptionFromPlainCode) {
+  runtime rt;
+  auto helper = [] { throw exit_exception(exit_reason::shutdown("done")); };
+  EXPECT_EQ(run_process(rt,
+                        [&](process&) -> task<> {
+                          helper();
+                          co_return;
+                        }),
+            exit_reason::shutdown("done"));
+}
+
+// Killing a process destroys its frames: locals of every nested coroutine are destroyed.
+TEST(Task, KilledProcessDestroysLocals) {
+  runtime rt;
+  auto alive = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = alive;
+  auto inner = [](process& self, std::shared_ptr<int> held) -> task<> {
+    co_await self.receive(on<value>());  // never arrives
+    (void)held;
+  };
+  watched p(rt, [&, a = std::move(alive)](process& self) mutable -> task<> {
+    auto mine = a;
+    a.reset();
+    co_await inner(self, std::move(mine));
+  });
+  EXPECT_TRUE(eventually([&] { return rt.is_alive(p); }));
+  rt.exit(p, exit_reason::kill());
+  EXPECT_EQ(expect_exit(rt, p), exit_reason::killed());
+  EXPECT_TRUE(eventually([&] { return watch.expired(); }));
+}
+
+// The body's captures live as long as the process (no lambda-coroutine dangling).
+TEST(Task, CapturesOutliveSpawnCall) {
+  runtime rt;
+  std::atomic<int> seen{0};
+  pid p;
+  {
+    std::string text = "captured";
+    p = rt.spawn([text, &seen](process& self) -> task<> {
+      co_await self.receive(on<value>());
+      seen = static_cast<int>(text.size());
+    });
+  }
+  rt.send(p, value{0});
+  expect_gone(rt, p);
+  EXPECT_EQ(seen.load(), 8);
+}
+
+// Awaiting something that is not beamlet's cannot hang a process forever unnoticed.
+TEST(Task, ForeignAwaitEndsProcess) {
+  runtime rt;
+  const exit_reason r =
+      run_process(rt, [](process&) -> task<> { co_await std::suspend_always{}; }).value();
+  EXPECT_EQ(r.which(), exit_reason::kind::error);
+  EXPECT_NE(r.detail().find("bad_await"), std::string::npos);
+}
+
+}  // namespace beamlet::test

@@ -1,0 +1,96 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include <beamlet/beamlet.hpp>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace beamlet::test {
+
+using namespace std::chrono_literals;
+
+/// Stress sizes shrink under ThreadSanitizer, which is ~10x slower and memory hungry.
+#if defined(BEAMLET_TSAN)
+inline constexpr int stress_divisor = 20;
+#else
+inline constexpr int stress_divisor = 1;
+#endif
+
+/// A process spawned with a monitor held by the test thread, so its exit reason can be read
+/// even if it ends before anyone asks (a later rt.wait() would only see `noproc`).
+/// Converts to its pid. Must be destroyed before the runtime (declare it after).
+class watched {
+ public:
+  template <class F>
+  watched(runtime& rt, F&& body) : box_(rt) {
+    auto r = box_.spawn_monitor(std::forward<F>(body));
+    pid_ = r.pid;
+    ref_ = r.monitor;
+  }
+  operator pid() const noexcept { return pid_; }
+  pid id() const noexcept { return pid_; }
+
+  /// The exit reason, or nullopt if the process is still running after `limit`.
+  std::optional<exit_reason> wait(std::chrono::milliseconds limit = 20s) {
+    if (reason_) return reason_;
+    const ref r = ref_;
+    auto d = box_.receive(on<down>().when([r](const down& x) { return x.ref == r; }), after(limit));
+    if (d) reason_ = d.get<down>().reason;
+    return reason_;
+  }
+
+ private:
+  mailbox box_;
+  pid pid_;
+  ref ref_;
+  std::optional<exit_reason> reason_;
+};
+
+/// Runs `body` as a process and waits for it to end; returns its exit reason, or nullopt if it
+/// did not end within `limit`.
+template <class F>
+std::optional<exit_reason> run_process(runtime& rt, F&& body,
+                                       std::chrono::milliseconds limit = 20s) {
+  watched w(rt, std::forward<F>(body));
+  return w.wait(limit);
+}
+
+/// Expects that `w` ends within `limit` and returns its reason.
+inline exit_reason expect_exit(runtime&, watched& w, std::chrono::milliseconds limit = 20s) {
+  auto r = w.wait(limit);
+  EXPECT_TRUE(r.has_value()) << w.id() << " did not exit within " << limit.count() << " ms";
+  return r.value_or(exit_reason::error("still_running"));
+}
+
+/// Waits until a process that the test does not watch has ended (its reason is not available:
+/// use `watched` for that).
+inline void expect_gone(runtime& rt, pid p, std::chrono::milliseconds limit = 20s) {
+  EXPECT_TRUE(rt.wait(p, limit).has_value()) << p << " did not exit";
+}
+
+/// Polls `cond` until it holds or `limit` passes.
+inline bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+/// A process body that waits for any message and then returns (exit `normal`).
+inline task<> wait_for_any(process& self) { co_await self.receive(on_any()); }
+
+/// A process body that never returns on its own.
+inline task<> park_forever(process& self) {
+  for (;;) co_await self.receive(on_any());
+}
+
+struct stop {};
+
+}  // namespace beamlet::test
