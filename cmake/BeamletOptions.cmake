@@ -13,13 +13,17 @@ endfunction()
 
 # Sanitizers instrument every target in the tree (library, tests, benchmarks), so they are
 # directory-wide options rather than usage requirements.
+# BEAMLET_SANITIZER_FLAGS is also handed to the packaging tests' consumer projects, which link
+# the instrumented library.
 if(BEAMLET_SANITIZE STREQUAL "address")
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
-                      -fno-sanitize-recover=undefined)
-  add_link_options(-fsanitize=address,undefined)
+  set(BEAMLET_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer
+                              -fno-sanitize-recover=undefined)
 elseif(BEAMLET_SANITIZE STREQUAL "thread")
-  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
-  add_link_options(-fsanitize=thread)
+  set(BEAMLET_SANITIZER_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
 elseif(BEAMLET_SANITIZE)
   message(FATAL_ERROR "BEAMLET_SANITIZE must be '', 'address' or 'thread', got '${BEAMLET_SANITIZE}'")
+endif()
+if(BEAMLET_SANITIZER_FLAGS)
+  add_compile_options(${BEAMLET_SANITIZER_FLAGS})
+  add_link_options(${BEAMLET_SANITIZER_FLAGS})
 endif()

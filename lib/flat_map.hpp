@@ -1,14 +1,17 @@
 // An open-addressing hash map from non-zero 64-bit ids (pid serials, ref values) to small values.
 // Linear probing with backward-shift deletion: no tombstones, so a process that links and
-// unlinks forever keeps a small table. Used for links and monitors, owned by one process.
+// unlinks forever keeps a small table, and an emptied large map frees its slots. The 16-byte header
+// lives inside the process; slots come from beamlet's allocator. Used for links and monitors,
+// owned by one process.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <new>
 #include <utility>
 
 #include <beamlet/config.hpp>
+#include <beamlet/detail/allocator.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -23,32 +26,34 @@ class flat_map {
     V value{};
   };
 
-  flat_map() = default;
+  flat_map() noexcept = default;
   flat_map(const flat_map&) = delete;
   flat_map& operator=(const flat_map&) = delete;
+  ~flat_map() { clear(); }
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
 
   V* find(std::uint64_t key) noexcept {
     if (size_ == 0) return nullptr;
-    for (std::size_t i = index(key);; i = (i + 1) & mask_) {
+    for (std::uint32_t i = index(key);; i = (i + 1) & mask()) {
       if (slots_[i].key == key) return &slots_[i].value;
       if (slots_[i].key == 0) return nullptr;
     }
   }
   bool contains(std::uint64_t key) noexcept { return find(key) != nullptr; }
 
-  /// Inserts (key, value) unless key is present. Returns true if inserted.
-  bool insert(std::uint64_t key, V value) {
+  /// Inserts (key, value) unless key is present. Returns the new value, or null if the key
+  /// was already present.
+  V* insert(std::uint64_t key, V value) {
     if ((size_ + 1) * 4 > capacity_ * 3) grow();
-    for (std::size_t i = index(key);; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) return false;
+    for (std::uint32_t i = index(key);; i = (i + 1) & mask()) {
+      if (slots_[i].key == key) return nullptr;
       if (slots_[i].key == 0) {
         slots_[i].key = key;
         slots_[i].value = std::move(value);
         ++size_;
-        return true;
+        return &slots_[i].value;
       }
     }
   }
@@ -56,18 +61,18 @@ class flat_map {
   /// Removes key; returns true if it was present. `out` receives the value.
   bool erase(std::uint64_t key, V* out = nullptr) noexcept {
     if (size_ == 0) return false;
-    std::size_t i = index(key);
-    for (;; i = (i + 1) & mask_) {
+    std::uint32_t i = index(key);
+    for (;; i = (i + 1) & mask()) {
       if (slots_[i].key == key) break;
       if (slots_[i].key == 0) return false;
     }
     if (out != nullptr) *out = std::move(slots_[i].value);
     // Backward-shift: pull later entries of the probe run into the hole.
-    for (std::size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+    for (std::uint32_t j = (i + 1) & mask();; j = (j + 1) & mask()) {
       if (slots_[j].key == 0) break;
-      const std::size_t home = index(slots_[j].key);
+      const std::uint32_t home = index(slots_[j].key);
       // Move j into i if its home is not in the cyclic range (i, j].
-      if (((j - home) & mask_) >= ((j - i) & mask_)) {
+      if (((j - home) & mask()) >= ((j - i) & mask())) {
         slots_[i] = std::move(slots_[j]);
         i = j;
       }
@@ -75,40 +80,51 @@ class flat_map {
     slots_[i].key = 0;
     slots_[i].value = V{};
     --size_;
+    // An emptied large map gives its memory back; a small one keeps it, so the common
+    // monitor/demonitor cycle (one call at a time) does not allocate.
+    if (size_ == 0 && capacity_ > 8) clear();
     return true;
   }
 
   template <class F>
   void for_each(F&& f) {
-    for (std::size_t i = 0; i < capacity_; ++i)
+    for (std::uint32_t i = 0; i < capacity_; ++i)
       if (slots_[i].key != 0) f(slots_[i].key, slots_[i].value);
   }
 
   void clear() noexcept {
-    slots_.reset();
-    capacity_ = mask_ = size_ = 0;
+    if (slots_ != nullptr) {
+      for (std::uint32_t i = 0; i < capacity_; ++i) slots_[i].~slot();
+      deallocate(slots_, sizeof(slot) * capacity_);
+    }
+    slots_ = nullptr;
+    capacity_ = size_ = 0;
   }
 
  private:
-  std::size_t index(std::uint64_t key) const noexcept {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  std::uint32_t mask() const noexcept { return capacity_ - 1; }
+  std::uint32_t index(std::uint64_t key) const noexcept {
+    return static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask();
   }
   void grow() {
-    const std::size_t cap = capacity_ == 0 ? 4 : capacity_ * 2;
-    auto old = std::move(slots_);
-    const std::size_t old_cap = capacity_;
-    slots_ = std::make_unique<slot[]>(cap);
+    const std::uint32_t cap = capacity_ == 0 ? 2 : capacity_ * 2;
+    auto* fresh = static_cast<slot*>(allocate(sizeof(slot) * cap));
+    for (std::uint32_t i = 0; i < cap; ++i) ::new (&fresh[i]) slot();
+    slot* old = slots_;
+    const std::uint32_t old_cap = capacity_;
+    slots_ = fresh;
     capacity_ = cap;
-    mask_ = cap - 1;
     size_ = 0;
-    for (std::size_t i = 0; i < old_cap; ++i)
+    for (std::uint32_t i = 0; i < old_cap; ++i) {
       if (old[i].key != 0) insert(old[i].key, std::move(old[i].value));
+      old[i].~slot();
+    }
+    if (old != nullptr) deallocate(old, sizeof(slot) * old_cap);
   }
 
-  std::unique_ptr<slot[]> slots_;
-  std::size_t capacity_ = 0;
-  std::size_t mask_ = 0;
-  std::size_t size_ = 0;
+  slot* slots_ = nullptr;
+  std::uint32_t capacity_ = 0;
+  std::uint32_t size_ = 0;
 };
 
 }  // namespace detail

@@ -11,15 +11,17 @@ namespace detail {
 external_handle open_external(runtime_core& rt) {
   proc* p = allocate_proc_for(rt, 0, 1, true);
   rt.acquire();
-  return {p, &rt, p->id};
+  rt.mailboxes.fetch_add(1);
+  return {p, &rt, p->id()};
 }
 
 void close_external(proc* p) noexcept {
-  runtime_core& rt = *p->rt;
+  runtime_core& rt = *p->rt();
   if (p->state != run_state::dead) {
     pin guard(rt);
     exit_process(p, exit_reason::normal());
   }
+  rt.mailboxes.fetch_sub(1);
   try {
     rt.epoch.retire_shared(p, &free_proc);
   } catch (...) {
@@ -32,7 +34,7 @@ namespace {
 
 [[noreturn]] void die(proc* p) {
   if (p->state != run_state::dead) {
-    pin guard(*p->rt);
+    pin guard(*p->rt());
     exit_process(p, p->reason);
   }
   throw exit_exception(p->reason);
@@ -40,11 +42,11 @@ namespace {
 
 // Waits until something is pushed or the deadline passes. False on timeout (inbox reopened).
 bool wait_for_push(proc* p, const receive_op& op) {
-  std::unique_lock lock(p->ext->mu);
+  std::unique_lock lock(p->wait_state().mu);
   while (p->inbox.load(std::memory_order_acquire) == blocked_mark) {
     if (!op.has_timeout) {
-      p->ext->cv.wait(lock);
-    } else if (p->ext->cv.wait_until(lock, op.deadline) == std::cv_status::timeout) {
+      p->wait_state().cv.wait(lock);
+    } else if (p->wait_state().cv.wait_until(lock, op.deadline) == std::cv_status::timeout) {
       lock.unlock();
       message_node* expected = blocked_mark;
       // Reopen the inbox ourselves; if a push won the race, take what it brought.

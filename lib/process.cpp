@@ -11,16 +11,13 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-proc::proc(runtime_core& r, std::uint32_t size, std::uint32_t offset) noexcept
-    : rt(&r), alloc_size(size), body_offset(offset), facade(this, &r, pid()) {}
+proc::proc(runtime_core& r, std::uint32_t size) noexcept
+    : facade(this, &r, pid()), alloc_size(size) {}
+
 
 proc::~proc() {
-  delete links;
-  if (monitors != nullptr) {
-    monitors->for_each([](std::uint64_t, monitor_entry& e) { delete e.name; });
-    delete monitors;
-  }
-  delete ext;
+  monitors.for_each([](std::uint64_t, monitor_entry& e) { delete e.name; });
+  if (external) wait_state().~external_wait();
 }
 
 void free_proc(void* obj) noexcept {
@@ -40,25 +37,25 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
                         bool external) {
   if (rt.closed.load(std::memory_order_relaxed))
     throw system_limit_error("beamlet: the runtime is shutting down");
-  if (body_align > alignof(std::max_align_t))
+  if (body_align > proc::body_alignment)
     throw std::invalid_argument("beamlet: over-aligned process bodies are not supported");
-  const std::size_t offset = (sizeof(proc) + body_align - 1) / body_align * body_align;
-  const std::size_t size = offset + body_size;
+  if (external) body_size = sizeof(external_wait);
+  const std::size_t size = proc_body_offset + body_size;
   void* mem = allocate(size);
-  auto* p = ::new (mem) proc(rt, static_cast<std::uint32_t>(size),
-                             static_cast<std::uint32_t>(offset));
+  auto* p = ::new (mem) proc(rt, static_cast<std::uint32_t>(size));
   try {
     if (external) {
       p->external = true;
       p->state = run_state::ready;
-      p->ext = new external_wait;
+      // A mailbox has no body: its wait state lives there. It is destroyed with the memory, not
+      // at exit, because a sender may still be notifying it (see ~proc).
+      ::new (p->body_ptr()) external_wait;
     }
-    rt.table.insert(p, p->id);
+    rt.table.insert(p, p->id_slot());
   } catch (...) {
     free_proc(p);
     throw;
   }
-  p->set_pid_in_facade();
   return p;
 }
 
@@ -71,23 +68,23 @@ void set_body_destructor(proc* p, void (*destroy)(void*) noexcept) noexcept {
 process& process_of(proc* p) noexcept { return p->facade; }
 
 void discard_proc(proc* p) noexcept {
-  pin guard(*p->rt);
+  pin guard(*p->rt());
   exit_process(p, exit_reason::normal());
 }
 
 pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, spawn_flags flags,
                proc* parent, ref* monitor_ref) noexcept {
-  runtime_core& rt = *p->rt;
+  runtime_core& rt = *p->rt();
   p->body = body;
   p->resume_point = body;
-  const pid id = p->id;
+  const pid id = p->id();
   if (parent != nullptr) {
     // Set up before the child can run: spawn_link/spawn_monitor are atomic (no window in which
     // the child could die unobserved).
     try {
       if (flags.link) {
-        p->link_set().insert(parent->id.serial(), {});
-        parent->link_set().insert(id.serial(), {});
+        p->links.insert(parent->id().serial(), {});
+        parent->links.insert(id.serial(), {});
       }
       if (flags.monitor) {
         if (flags.marked) {
@@ -96,10 +93,13 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, spawn_fl
         }
         const std::uint64_t r = rt.new_ref();
         if (flags.marked) parent->queue.set_marker(r);
-        auto* rec = static_cast<monitor_record*>(allocate(sizeof(monitor_record)));
-        ::new (rec) monitor_record{nullptr, nullptr, r, parent->id};
-        parent->monitor_map().insert(r, monitor_entry{id, rec, nullptr});
-        p->watchers = rec;  // the child is not running yet; nobody else can see the list
+        std::uint32_t slot;
+        {
+          // The child is published, so a concurrent monitor() could touch its set.
+          std::lock_guard lock(p->watchers_lock);
+          slot = p->watchers.add(r, parent->id());
+        }
+        parent->monitors.insert(r, monitor_entry{id, slot, nullptr});
         *monitor_ref = ref(r);
       }
     } catch (...) {
@@ -153,7 +153,7 @@ std::optional<std::chrono::nanoseconds> basic_process::cancel_timer(ref timer) c
 void basic_process::link(pid other) {
   detail::proc* p = p_;
   if (other == self_) return;
-  auto& links = p->link_set();
+  auto& links = p->links;
   if (links.contains(other.serial())) return;
   links.insert(other.serial(), {});
   bool delivered;
@@ -175,7 +175,7 @@ void basic_process::link(pid other) {
 
 void basic_process::unlink(pid other) noexcept {
   detail::proc* p = p_;
-  if (p->links == nullptr || !p->links->erase(other.serial())) return;
+  if (!p->links.erase(other.serial())) return;
   try {
     pin guard(*rt_);
     detail::deliver(*rt_, other,
@@ -231,7 +231,7 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
     detail::self_deliver(p, detail::make_message(down{ref(r), target, exit_reason::noproc(),
                                                       std::move(n)}));
   };
-  if (target == p->id) {  // monitoring oneself creates no entry (SEMANTICS §3 rule 7)
+  if (target == p->id()) {  // monitoring oneself creates no entry (SEMANTICS §3 rule 7)
     delete name;
     return ref(r);
   }
@@ -241,27 +241,31 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
     noproc_down();
     return ref(r);
   }
-  auto* rec = static_cast<detail::monitor_record*>(detail::allocate(sizeof(detail::monitor_record)));
-  ::new (rec) detail::monitor_record{nullptr, nullptr, r, p->id};
+  // Record the monitor on our side first, then on the target: a DOWN can only come after the
+  // latter, and we will find the entry when it arrives.
+  auto& map = p->monitors;
+  detail::monitor_entry* entry;
   try {
-    p->monitor_map().insert(r, detail::monitor_entry{target, rec, name});
+    entry = map.insert(r, detail::monitor_entry{target, 0, name});
   } catch (...) {
-    detail::deallocate(rec, sizeof(detail::monitor_record));
     delete name;
     throw;
   }
   {
     std::lock_guard lock(t->watchers_lock);
     if (!t->watchers_closed) {
-      rec->next = t->watchers;
-      if (t->watchers != nullptr) t->watchers->prev = rec;
-      t->watchers = rec;
-      return ref(r);
+      try {
+        entry->slot = t->watchers.add(r, p->id());
+        return ref(r);
+      } catch (...) {
+        map.erase(r);
+        delete name;
+        throw;
+      }
     }
   }
   // The target is exiting and has already told its watchers: it is not alive for us.
-  p->monitors->erase(r);
-  detail::deallocate(rec, sizeof(detail::monitor_record));
+  map.erase(r);
   noproc_down();
   return ref(r);
 }
@@ -282,10 +286,10 @@ ref basic_process::monitor(std::string_view name) {
 bool basic_process::demonitor(ref r) noexcept {
   detail::proc* p = p_;
   detail::monitor_entry e;
-  if (p->monitors == nullptr || !p->monitors->erase(r.value(), &e)) return false;
+  if (!p->monitors.erase(r.value(), &e)) return false;
   {
     pin guard(*rt_);
-    detail::drop_monitor(*rt_, e);
+    detail::drop_monitor(*rt_, r.value(), e);
   }
   delete e.name;
   return true;
@@ -323,12 +327,8 @@ std::size_t basic_process::message_queue_len() noexcept {
 
 std::vector<pid> basic_process::monitors() const {
   std::vector<pid> out;
-  if (p_->monitors != nullptr) {
-    out.reserve(p_->monitors->size());
-    p_->monitors->for_each([&](std::uint64_t, detail::monitor_entry& e) {
-      if (e.record != nullptr) out.push_back(e.target);
-    });
-  }
+  out.reserve(p_->monitors.size());
+  p_->monitors.for_each([&](std::uint64_t, detail::monitor_entry& e) { out.push_back(e.target); });
   return out;
 }
 

@@ -26,9 +26,9 @@ void settle_inbox(proc* p, message_node* chain) noexcept {
     if (n->type->kind == node_kind::signal) {
       const signal_kind k = kind_of(n);
       try {
-        if (k == signal_kind::link) p->link_set().insert(payload<link_signal>(n).from.serial(), {});
-        else if (k == signal_kind::unlink && p->links != nullptr)
-          p->links->erase(payload<unlink_signal>(n).from.serial());
+        if (k == signal_kind::link) p->links.insert(payload<link_signal>(n).from.serial(), {});
+        else if (k == signal_kind::unlink)
+          p->links.erase(payload<unlink_signal>(n).from.serial());
       } catch (...) {
         // Out of memory recording a late link: that peer is not told. Nothing else to do.
       }
@@ -39,58 +39,62 @@ void settle_inbox(proc* p, message_node* chain) noexcept {
 }
 
 void signal_links(proc* p) noexcept {
-  if (p->links == nullptr) return;
-  runtime_core& rt = *p->rt;
-  p->links->for_each([&](std::uint64_t serial, empty_value&) {
+  runtime_core& rt = *p->rt();
+  p->links.for_each([&](std::uint64_t serial, empty_value&) {
     try {
       deliver(rt, pid(serial),
-              make_node<exit_signal>(exit_tag, exit_signal{p->id, p->reason, true}));
+              make_node<exit_signal>(exit_tag, exit_signal{p->id(), p->reason, true}));
     } catch (...) {
       // Allocation failed: this peer is not told (documented OOM limitation).
     }
   });
-  delete p->links;
-  p->links = nullptr;
+  p->links.clear();
 }
 
-// One lock for the whole fan-out: detach the list, then deliver without holding anything.
+// One lock for the whole fan-out: detach the set, then deliver without holding anything. The
+// watchers are scattered in memory, so the loop prefetches the table slot and then the inbox of
+// watchers a few steps ahead; with 100k watchers this turns a chain of cache misses into
+// overlapping ones.
 void signal_watchers(proc* p) noexcept {
-  monitor_record* list;
+  watcher_set set;
   {
     std::lock_guard lock(p->watchers_lock);
     p->watchers_closed = true;
-    list = std::exchange(p->watchers, nullptr);
+    set.swap(p->watchers);
   }
-  runtime_core& rt = *p->rt;
-  while (list != nullptr) {
-    monitor_record* r = list;
-    list = r->next;
+  runtime_core& rt = *p->rt();
+  const watcher_set::slot* s = set.begin();
+  const auto n = static_cast<std::size_t>(set.end() - s);
+  constexpr std::size_t slot_ahead = 16;
+  constexpr std::size_t inbox_ahead = 8;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + slot_ahead < n) rt.table.prefetch_slot(s[i + slot_ahead].watcher);
+    if (i + inbox_ahead < n) {
+      if (proc* q = rt.table.peek(s[i + inbox_ahead].watcher)) __builtin_prefetch(&q->inbox, 1);
+    }
+    if (s[i].ref == 0) continue;
     try {
-      deliver(rt, r->watcher,
-              make_node<down>(down_tag, down{ref(r->ref), p->id, p->reason, std::string()}));
+      deliver(rt, s[i].watcher,
+              make_node<down>(down_tag, down{ref(s[i].ref), p->id(), p->reason, std::string()}));
     } catch (...) {
       // Allocation failed: this watcher is not told (documented OOM limitation).
     }
-    r->~monitor_record();
-    deallocate(r, sizeof(monitor_record));
   }
 }
 
 void drop_own_monitors(proc* p) noexcept {
-  if (p->monitors == nullptr) return;
-  runtime_core& rt = *p->rt;
-  p->monitors->for_each([&](std::uint64_t, monitor_entry& e) {
-    drop_monitor(rt, e);
+  runtime_core& rt = *p->rt();
+  p->monitors.for_each([&](std::uint64_t r, monitor_entry& e) {
+    drop_monitor(rt, r, e);
     delete e.name;
   });
-  delete p->monitors;
-  p->monitors = nullptr;
+  p->monitors.clear();
 }
 
 }  // namespace
 
 void exit_process(proc* p, exit_reason reason) noexcept {
-  runtime_core& rt = *p->rt;
+  runtime_core& rt = *p->rt();
   p->exiting = true;
   p->reason = std::move(reason);
   p->state = run_state::dead;
@@ -124,7 +128,7 @@ void exit_process(proc* p, exit_reason reason) noexcept {
   drop_own_monitors(p);
 
   // 5. Unpublish and free once no thread can still hold a pointer.
-  rt.table.remove(p, p->id);
+  rt.table.remove(p->id());
   if (!p->external) rt.retire(p);
 }
 

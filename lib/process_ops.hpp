@@ -37,8 +37,8 @@ void run_process(worker& w, proc* p);
 /// Ends p with `reason`: destroys its frames, closes its inbox, releases its name, signals its
 /// links and watchers, drops its own monitors and retires its memory.
 void exit_process(proc* p, exit_reason reason) noexcept;
-/// Removes one of p's own monitors from its target's watcher list.
-void drop_monitor(runtime_core& rt, const monitor_entry& e) noexcept;
+/// Removes one of p's own monitors (ref `r`) from its target's watcher set.
+void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept;
 /// allocate_proc() for a coroutine process (external = false) or a mailbox.
 proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
                         bool external);

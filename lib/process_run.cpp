@@ -18,7 +18,7 @@ namespace {
 
 void disarm_timer(proc* p) noexcept {
   if (p->timer_armed) {
-    p->rt->timers.cancel(&p->timer);
+    p->rt()->timers.cancel(&p->timer);
     p->timer_armed = false;
   }
   p->timeout_fired = false;
@@ -58,11 +58,11 @@ bool retry_receive(proc* p) {
 void arm_timeout(proc* p) {
   receive_op* op = p->op;
   p->timer.deadline = op->deadline;
-  p->timer.target = p->id;
+  p->timer.target = p->id();
   p->timer.seq = ++p->receive_seq;
   p->timer.type = timer_entry::kind::receive_timeout;
   p->timeout_fired = false;
-  p->rt->timers.arm(&p->timer);
+  p->rt()->timers.arm(&p->timer);
   p->timer_armed = true;
 }
 
@@ -74,7 +74,7 @@ exit_reason reason_of_finished(proc* p) {
 }  // namespace
 
 void run_process(worker& w, proc* p) {
-  p->reductions = p->rt->options.reductions;
+  p->reductions = p->rt()->options.reductions;
   if (p->state == run_state::waiting && !retry_receive(p)) return;
 
   for (;;) {

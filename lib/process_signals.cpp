@@ -14,10 +14,10 @@ void wake(proc* p) noexcept {
   if (p->external) {
     // The owner waits on the condition variable with the inbox as its predicate; taking the
     // mutex orders this notify after its check.
-    std::lock_guard lock(p->ext->mu);
-    p->ext->cv.notify_one();
+    std::lock_guard lock(p->wait_state().mu);
+    p->wait_state().cv.notify_one();
   } else {
-    p->rt->sched.wake(p);
+    p->rt()->sched.wake(p);
   }
 }
 
@@ -36,7 +36,7 @@ void handle_exit_signal(proc* p, message_node* n) {
   auto& sig = payload<exit_signal>(n);
   if (sig.via_link) {
     // A link exit only counts while the link exists: unlink() makes it harmless (§2 rule 3).
-    if (p->links == nullptr || !p->links->erase(sig.from.serial())) return;
+    if (!p->links.erase(sig.from.serial())) return;
   }
   if (p->exiting) return;
   const auto k = sig.reason.which();
@@ -46,7 +46,7 @@ void handle_exit_signal(proc* p, message_node* n) {
     trap(p, sig.from, std::move(sig.reason));
   } else if (k == exit_reason::kind::normal) {
     // Ignored, except exit(self(), normal), which ends the caller (§2 rule 7).
-    if (!sig.via_link && sig.from == p->id) begin_exit(p, exit_reason::normal());
+    if (!sig.via_link && sig.from == p->id()) begin_exit(p, exit_reason::normal());
   } else {
     begin_exit(p, std::move(sig.reason));  // same reason; a linked `kill` stays `kill` (rule 5)
   }
@@ -57,11 +57,11 @@ bool handle_signal(proc* p, message_node* n) {
   switch (kind_of(n)) {
     case signal_kind::link: {
       const pid from = payload<link_signal>(n).from;
-      p->link_set().insert(from.serial(), {});
+      p->links.insert(from.serial(), {});
       return false;
     }
     case signal_kind::unlink:
-      if (p->links != nullptr) p->links->erase(payload<unlink_signal>(n).from.serial());
+      p->links.erase(payload<unlink_signal>(n).from.serial());
       return false;
     case signal_kind::exit:
       handle_exit_signal(p, n);
@@ -70,7 +70,7 @@ bool handle_signal(proc* p, message_node* n) {
       auto& d = payload<down>(n);
       monitor_entry e;
       // Only a monitor still held produces a DOWN: demonitor() drops late ones (§3 rule 5).
-      if (p->exiting || p->monitors == nullptr || !p->monitors->erase(d.ref.value(), &e))
+      if (p->exiting || !p->monitors.erase(d.ref.value(), &e))
         return false;
       if (e.name != nullptr) {
         d.name = std::move(*e.name);
@@ -169,19 +169,12 @@ void drain(proc* p) {
   if (run_first != nullptr) p->queue.append(run_first, run_last, run_count);
 }
 
-void drop_monitor(runtime_core& rt, const monitor_entry& e) noexcept {
-  if (e.record == nullptr) return;
+void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept {
   proc* t = rt.table.lookup(e.target);
-  // A target that left the table has closed its watcher list and freed the record itself.
+  // A target that left the table has already closed its watcher set.
   if (t == nullptr) return;
   std::lock_guard lock(t->watchers_lock);
-  if (t->watchers_closed) return;
-  monitor_record* r = e.record;
-  if (r->prev != nullptr) r->prev->next = r->next;
-  else t->watchers = r->next;
-  if (r->next != nullptr) r->next->prev = r->prev;
-  r->~monitor_record();
-  deallocate(r, sizeof(monitor_record));
+  if (!t->watchers_closed) t->watchers.remove(e.slot, r);
 }
 
 }  // namespace detail

@@ -10,7 +10,8 @@
 //  * `watchers` (the monitors other processes hold on this one) are guarded by
 //    `watchers_lock`, so monitor/demonitor never wake the target and the exit fan-out takes the
 //    lock once for all watchers.
-//  * The registry guards `reg_name` and `reg_closed` with its own mutex.
+//  * The registry guards `reg_name` with its own mutex; `registration` moves from open to named
+//    and back under that mutex, and from open to closed (at exit) without it.
 //  * Everything else belongs to the thread currently running the process.
 #pragma once
 
@@ -29,6 +30,7 @@
 #include "flat_map.hpp"
 #include "spinlock.hpp"
 #include "timer_service.hpp"
+#include "watcher_set.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -49,19 +51,11 @@ enum class run_state : std::uint8_t {
 
 enum class suspend_kind : std::uint8_t { none, receive, yield, exit };
 
-/// One monitor, held on the monitored process's watcher list.
-struct monitor_record {
-  monitor_record* prev;
-  monitor_record* next;
-  std::uint64_t ref;
-  pid watcher;
-};
-
-/// One monitor as its owner (the watcher) knows it.
+/// One monitor as its owner (the watcher) knows it; keyed by ref in the owner's map.
 struct monitor_entry {
   pid target;
-  monitor_record* record = nullptr;  ///< null for monitors that never reached a live target
-  std::string* name = nullptr;       ///< set for monitors by name
+  std::uint32_t slot = 0;      ///< its index in the target's watcher_set
+  std::string* name = nullptr;  ///< set for monitors by name
 };
 
 /// Blocking state of an outside-thread mailbox.
@@ -70,8 +64,14 @@ struct external_wait {
   std::condition_variable cv;
 };
 
+/// Registration state, so that exit can skip the registry lock for processes that never had a
+/// name: only open -> closed happens without the lock.
+enum class reg_state : std::uint8_t { open, named, closed };
+
+// Field order follows access frequency: the first two cache lines hold what a send, a wake-up
+// and a run touch; the rest is rarely used.
 struct proc {
-  proc(runtime_core& rt, std::uint32_t alloc_size, std::uint32_t body_offset) noexcept;
+  proc(runtime_core& rt, std::uint32_t alloc_size) noexcept;
   ~proc();
   proc(const proc&) = delete;
   proc& operator=(const proc&) = delete;
@@ -79,60 +79,58 @@ struct proc {
   // -- written by other threads ------------------------------------------------------------------
   std::atomic<message_node*> inbox{nullptr};
 
-  // -- immutable after publication ---------------------------------------------------------------
-  pid id;
-  runtime_core* rt;
-  bool external = false;
+  // -- immutable after publication: the handle passed to the body, which also carries the pid
+  // and the runtime (sent-to processes are looked up by pid, so this stays on the hot line) ---
+  process facade;
+  pid id() const noexcept { return facade.self_; }
+  pid& id_slot() noexcept { return facade.self_; }  // written once, before publication
+  runtime_core* rt() const noexcept { return facade.rt_; }
 
-  // -- owner only ----------------------------------------------------------------------------------
+  // -- owner only (hot) --------------------------------------------------------------------------
   run_state state = run_state::fresh;
   suspend_kind suspend = suspend_kind::none;
   bool exiting = false;
   bool trap = false;
   bool timer_armed = false;
   bool timeout_fired = false;
+  bool external = false;
   int reductions = 0;
   std::uint32_t receive_seq = 0;
-  std::uint32_t alloc_size;
-  std::uint32_t body_offset;
-  message_queue queue;
   receive_op* op = nullptr;
   std::coroutine_handle<> resume_point;
+  message_queue queue;
+  flat_map<monitor_entry> monitors;  ///< this process's monitors on others, by ref
+  flat_map<empty_value> links;       ///< linked pids
   std::coroutine_handle<task_promise<void>> body;
-  void (*destroy_body)(void*) noexcept = nullptr;
   exit_reason reason;  ///< the exit reason once `exiting`
-  flat_map<empty_value>* links = nullptr;
-  flat_map<monitor_entry>* monitors = nullptr;
-  timer_entry timer;  ///< the receive timeout, armed while blocked in a receive with `after`
-  external_wait* ext = nullptr;
 
   // -- guarded by watchers_lock ------------------------------------------------------------------
   spinlock watchers_lock;
   bool watchers_closed = false;
-  monitor_record* watchers = nullptr;
+  watcher_set watchers;
 
-  // -- guarded by the registry mutex -----------------------------------------------------------
+  // -- registry (reg_name under the registry mutex) ----------------------------------------------
+  std::atomic<reg_state> registration{reg_state::open};
   const std::string* reg_name = nullptr;
-  bool reg_closed = false;
 
-  // -- scheduler ---------------------------------------------------------------------------------
-  proc* next_runnable = nullptr;
+  // -- cold --------------------------------------------------------------------------------------
+  std::uint32_t alloc_size;
+  void (*destroy_body)(void*) noexcept = nullptr;
+  timer_entry timer;  ///< the receive timeout, armed while blocked in a receive with `after`
 
-  process facade;
+  /// The body (a copy of the callable) follows the process in the same allocation, at
+  /// proc_body_offset.
+  static constexpr std::size_t body_alignment = 16;
+  void* body_ptr() noexcept;
+  /// A mailbox's blocking state, kept where a coroutine process keeps its body.
+  external_wait& wait_state() noexcept { return *static_cast<external_wait*>(body_ptr()); }
 
-  void set_pid_in_facade() noexcept { facade.self_ = id; }
-
-  void* body_ptr() noexcept { return reinterpret_cast<char*>(this) + body_offset; }
-
-  flat_map<empty_value>& link_set() {
-    if (links == nullptr) links = new flat_map<empty_value>;
-    return *links;
-  }
-  flat_map<monitor_entry>& monitor_map() {
-    if (monitors == nullptr) monitors = new flat_map<monitor_entry>;
-    return *monitors;
-  }
 };
+
+inline constexpr std::size_t proc_body_offset =
+    (sizeof(proc) + proc::body_alignment - 1) / proc::body_alignment * proc::body_alignment;
+
+inline void* proc::body_ptr() noexcept { return reinterpret_cast<char*>(this) + proc_body_offset; }
 
 /// Frees a process's memory (its retirement callback).
 void free_proc(void* p) noexcept;

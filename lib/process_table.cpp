@@ -43,12 +43,11 @@ void process_table::insert(proc* p, pid& out) {
 
 proc* process_table::lookup(pid id) const noexcept {
   proc* p = slots_[id.serial() & mask_].load(std::memory_order_seq_cst);
-  return (p != nullptr && p->id == id) ? p : nullptr;
+  return (p != nullptr && p->id() == id) ? p : nullptr;
 }
 
-void process_table::remove(proc* p, pid id) noexcept {
+void process_table::remove(pid id) noexcept {
   slots_[id.serial() & mask_].store(nullptr, std::memory_order_seq_cst);
-  (void)p;
   count_.fetch_sub(1, std::memory_order_relaxed);
 }
 

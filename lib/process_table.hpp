@@ -33,7 +33,13 @@ class process_table {
   void insert(proc* p, pid& out);
   /// The live process with this pid, or null. Caller must be pinned.
   proc* lookup(pid id) const noexcept;
-  void remove(proc* p, pid id) noexcept;
+  void remove(pid id) noexcept;
+
+  /// The slot's occupant without the pid check (for prefetching only), or null.
+  proc* peek(pid id) const noexcept {
+    return slots_[id.serial() & mask_].load(std::memory_order_relaxed);
+  }
+  void prefetch_slot(pid id) const noexcept { __builtin_prefetch(&slots_[id.serial() & mask_]); }
 
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
   std::size_t capacity() const noexcept { return mask_ + 1; }

@@ -15,10 +15,19 @@ std::error_code registry::register_name(std::string_view name, proc* p) {
   // (SEMANTICS §9 rule 1).
   if (name.empty() || name == "undefined") return errc::invalid_name;
   std::lock_guard lock(mu_);
-  if (p == nullptr || p->reg_closed) return errc::not_alive;
-  if (p->reg_name != nullptr) return errc::already_named;
-  auto [it, inserted] = names_.try_emplace(std::string(name), p->id);
+  if (p == nullptr) return errc::not_alive;
+  const reg_state st = p->registration.load(std::memory_order_acquire);
+  if (st == reg_state::closed) return errc::not_alive;
+  if (st == reg_state::named) return errc::already_named;
+  auto [it, inserted] = names_.try_emplace(std::string(name), p->id());
   if (!inserted) return errc::name_taken;
+  // Races only with the owner's exit (open -> closed, lock-free): whoever moves first wins.
+  reg_state expected = reg_state::open;
+  if (!p->registration.compare_exchange_strong(expected, reg_state::named,
+                                               std::memory_order_acq_rel)) {
+    names_.erase(it);
+    return errc::not_alive;
+  }
   p->reg_name = &it->first;  // node-based map: the key's address is stable
   return {};
 }
@@ -29,7 +38,10 @@ std::error_code registry::unregister_name(std::string_view name, const process_t
   if (it == names_.end()) return errc::not_registered;
   // The holder cannot finish exiting while we hold the lock (release() takes it), so it is
   // still in the table.
-  if (proc* p = table.lookup(it->second)) p->reg_name = nullptr;
+  if (proc* p = table.lookup(it->second)) {
+    p->reg_name = nullptr;
+    p->registration.store(reg_state::open, std::memory_order_release);
+  }
   names_.erase(it);
   return {};
 }
@@ -51,15 +63,22 @@ std::vector<std::string> registry::names() const {
 }
 
 std::optional<std::string> registry::name_of(const proc* p) const {
-  if (p == nullptr) return std::nullopt;
+  if (p == nullptr || p->registration.load(std::memory_order_acquire) != reg_state::named)
+    return std::nullopt;
   std::lock_guard lock(mu_);
   if (p->reg_name == nullptr) return std::nullopt;
   return *p->reg_name;
 }
 
 void registry::release(proc* p) noexcept {
+  // Never named (the common case): close without the lock.
+  reg_state expected = reg_state::open;
+  if (p->registration.compare_exchange_strong(expected, reg_state::closed,
+                                              std::memory_order_acq_rel))
+    return;
   std::lock_guard lock(mu_);
-  p->reg_closed = true;
+  // Named, or unregistered meanwhile (then open again).
+  p->registration.store(reg_state::closed, std::memory_order_release);
   if (p->reg_name != nullptr) {
     auto it = names_.find(std::string_view(*p->reg_name));
     if (it != names_.end()) names_.erase(it);

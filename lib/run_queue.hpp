@@ -63,6 +63,13 @@ class run_queue {
     }
   }
 
+  /// The oldest item without taking it (a hint: it may be taken concurrently).
+  proc* peek() const noexcept {
+    const std::uint32_t h = head_.load(std::memory_order_relaxed);
+    if (h == tail_.load(std::memory_order_relaxed)) return nullptr;
+    return slots_[h % capacity].load(std::memory_order_relaxed);
+  }
+
   /// Approximate when others pop concurrently; exact for the owner with no thieves.
   std::uint32_t size() const noexcept {
     const std::uint32_t t = tail_.load(std::memory_order_acquire);

@@ -39,6 +39,20 @@ void runtime_core::start() {
   started_ = true;
 }
 
+std::uint64_t runtime_core::new_ref() noexcept {
+  // Threads take refs in blocks, so making a ref is a thread-local increment, not a shared
+  // atomic RMW; one counter for the whole program keeps refs unique across runtimes.
+  static std::atomic<std::uint64_t> next_block{1};
+  constexpr std::uint64_t block = 256;
+  thread_local std::uint64_t next = 0;
+  thread_local std::uint64_t end = 0;
+  if (next == end) {
+    next = next_block.fetch_add(block, std::memory_order_relaxed);
+    end = next + block;
+  }
+  return next++;
+}
+
 pin::pin(runtime_core& rt) noexcept {
   worker* w = current_worker();
   if (w == nullptr || &w->sched.rt() != &rt) guard_.emplace(rt.epoch);
@@ -61,29 +75,20 @@ void runtime_core::shutdown() {
   if (!started_) return;
 
   // Phase 1: ask every process to stop, as an exit signal `shutdown` from outside. Mailboxes
-  // belong to their threads and are left alone.
-  std::size_t mailboxes = 0;
+  // belong to their threads and are left alone for now.
   {
     pin guard(*this);
     std::vector<pid> targets;
     table.for_each([&](proc* p) {
-      if (p->external) ++mailboxes;
-      else targets.push_back(p->id);
+      if (!p->external) targets.push_back(p->id());
     });
     for (pid t : targets)
       deliver(*this, t,
               make_node<exit_signal>(exit_tag, exit_signal{pid(), exit_reason::shutdown(), false}));
   }
   const auto deadline = std::chrono::steady_clock::now() + options.shutdown_grace;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::size_t externals = 0;
-    {
-      pin guard(*this);
-      table.for_each([&](proc* p) { externals += p->external ? 1 : 0; });
-    }
-    if (table.size() <= externals) break;
+  while (table.size() > mailboxes.load() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 
   // Phase 2: nothing runs any more.
   closed.store(true);
@@ -102,7 +107,7 @@ void runtime_core::shutdown() {
       if (!p->external) exit_process(p, exit_reason::shutdown());
     for (proc* p : rest)
       if (p->external)
-        deliver(*this, p->id,
+        deliver(*this, p->id(),
                 make_node<exit_signal>(exit_tag,
                                        exit_signal{pid(), exit_reason::shutdown(), false}));
   }
@@ -187,8 +192,8 @@ std::vector<pid> runtime::monitored_by(pid p) const {
   detail::proc* q = core_->table.lookup(p);
   if (q == nullptr) return out;
   std::lock_guard lock(q->watchers_lock);
-  for (detail::monitor_record* r = q->watchers; r != nullptr; r = r->next)
-    out.push_back(r->watcher);
+  for (const auto& s : q->watchers)
+    if (s.ref != 0) out.push_back(s.watcher);
   return out;
 }
 

@@ -29,7 +29,8 @@ class runtime_core {
   /// Retires a dead process's memory from whatever thread ended it.
   void retire(proc* p) noexcept;
 
-  std::uint64_t new_ref() noexcept { return next_ref_.fetch_add(1, std::memory_order_relaxed); }
+  /// A reference unique in this program (not just this runtime).
+  static std::uint64_t new_ref() noexcept;
 
   // Shared ownership by the runtime object and by mailboxes.
   void acquire() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -46,9 +47,11 @@ class runtime_core {
 
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};
+  /// Open mailboxes (outside-thread processes), so shutdown knows how many processes it need
+  /// not wait for without scanning the table.
+  std::atomic<std::size_t> mailboxes{0};
 
  private:
-  std::atomic<std::uint64_t> next_ref_{1};
   std::atomic<std::uint32_t> refs_{1};
   bool shut_down_ = false;
   bool started_ = false;

@@ -37,21 +37,24 @@ worker* current_worker() noexcept { return tls_worker; }
 
 void worker::push_back(proc* p) {
   if (!ring.push(p)) {
-    // Ring full: move half of it, and p, to the global queue in one lock.
-    proc* first = p;
-    proc* last = p;
-    std::size_t n = 1;
-    for (std::uint32_t i = 0; i < run_queue::capacity / 2; ++i) {
+    // Ring full: move its older half, then p, to the global queue in one lock.
+    proc* batch[run_queue::capacity / 2 + 1];
+    std::size_t n = 0;
+    while (n < run_queue::capacity / 2) {
       proc* q = ring.pop();
       if (q == nullptr) break;
-      last->next_runnable = q;
-      last = q;
-      ++n;
+      batch[n++] = q;
     }
-    last->next_runnable = nullptr;
-    sched.push_global(first, last, n);
+    batch[n++] = p;
+    sched.push_global(batch, n);
   }
   pushed = true;
+  // A run that makes a lot of work (a DOWN fan-out, a burst of spawns) shares it while it is
+  // still going, instead of only when it ends.
+  if (!notified_early && ring.size() >= run_queue::capacity / 8) {
+    notified_early = true;
+    sched.notify_one();
+  }
 }
 
 void worker::push_next(proc* p) {
@@ -103,8 +106,7 @@ void scheduler::wake(proc* p) {
   if (w != nullptr && &w->sched == this) {
     w->push_next(p);
   } else {
-    p->next_runnable = nullptr;
-    push_global(p, p, 1);
+    push_global(&p, 1);
     notify_one();
   }
 }
@@ -112,40 +114,36 @@ void scheduler::wake(proc* p) {
 void scheduler::spawned(proc* p) {
   worker* w = tls_worker;
   if (w != nullptr && &w->sched == this) {
-    w->push_back(p);
+    // Like Go's runnext: the child runs as soon as its parent suspends, on the same core, and
+    // is not stolen meanwhile. A burst of spawns pushes the earlier children to the ring,
+    // where idle workers take them.
+    w->push_next(p);
   } else {
-    p->next_runnable = nullptr;
-    push_global(p, p, 1);
+    push_global(&p, 1);
     notify_one();
   }
 }
 
-void scheduler::push_global(proc* first, proc* last, std::size_t n) {
+void scheduler::push_global(proc* const* ps, std::size_t n) {
   std::lock_guard lock(global_mu_);
-  if (global_tail_ != nullptr) global_tail_->next_runnable = first;
-  else global_head_ = first;
-  global_tail_ = last;
+  for (std::size_t i = 0; i < n; ++i) global_.push_back(ps[i]);
   global_size_.fetch_add(n, std::memory_order_release);
 }
 
 proc* scheduler::pop_global(worker& w) {
   if (global_size_.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard lock(global_mu_);
-  proc* p = global_head_;
-  if (p == nullptr) return nullptr;
+  if (global_.empty()) return nullptr;
   // Take a share of the queue into the ring, so the next runs need no lock.
   const std::size_t share =
-      std::min<std::size_t>(global_size_.load(std::memory_order_relaxed) / workers_.size() + 1,
-                            run_queue::capacity / 2);
-  global_head_ = p->next_runnable;
+      std::min<std::size_t>(global_.size() / workers_.size() + 1, run_queue::capacity / 2);
+  proc* p = global_.front();
+  global_.pop_front();
   std::size_t taken = 1;
-  while (taken < share && global_head_ != nullptr) {
-    proc* q = global_head_;
-    if (!w.ring.push(q)) break;
-    global_head_ = q->next_runnable;
+  while (taken < share && !global_.empty() && w.ring.push(global_.front())) {
+    global_.pop_front();
     ++taken;
   }
-  if (global_head_ == nullptr) global_tail_ = nullptr;
   global_size_.fetch_sub(taken, std::memory_order_release);
   if (taken > 1) w.pushed = true;
   return p;
@@ -210,6 +208,7 @@ void scheduler::notify_one() {
 }
 
 void scheduler::after_run(worker& w) {
+  w.notified_early = false;
   if (w.pushed) {
     w.pushed = false;
     if (w.ring.size() > 0) notify_one();
@@ -271,6 +270,11 @@ void scheduler::run(worker& w) {
       park(w);
       continue;
     }
+    // The next process is most likely in the ring: start loading it while this one runs.
+    if (proc* q = w.ring.peek()) {
+      __builtin_prefetch(q);
+      __builtin_prefetch(reinterpret_cast<char*>(q) + 64);
+    }
     run_process(w, p);
     after_run(w);
   }
@@ -291,7 +295,7 @@ void scheduler::clear_queues() noexcept {
     w->next_slot = nullptr;
   }
   std::lock_guard lock(global_mu_);
-  global_head_ = global_tail_ = nullptr;
+  global_.clear();
   global_size_.store(0);
 }
 

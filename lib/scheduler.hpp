@@ -1,9 +1,10 @@
 // Scheduler threads.
 //
 // Each worker owns a FIFO ring (run_queue.hpp) and a one-process "next" slot. A process woken by
-// a message sent from a worker goes into that worker's next slot, so a request/reply pair keeps
-// running on one core with no cross-thread hand-off (the slot is not stealable); the previous
-// occupant moves to the ring. Spawned and yielding processes go to the back of the ring. Idle
+// a message sent from a worker, or spawned by one, goes into that worker's next slot, so a
+// request/reply pair or a spawn-and-wait keeps running on one core with no cross-thread hand-off
+// (the slot is not stealable); the previous occupant moves to the ring. Yielding processes go
+// to the back of the ring. Idle
 // workers steal half of a victim's ring, and look at the global queue, which receives wake-ups
 // from non-worker threads and ring overflow. The next-slot chain is capped so two processes
 // ping-ponging cannot starve the ring, and the global queue is polled every 61 runs so it cannot
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -45,7 +47,8 @@ class worker {
   run_queue ring;
   proc* next_slot = nullptr;
   unsigned next_streak = 0;
-  bool pushed = false;  // made work stealable during the current run
+  bool pushed = false;          // made work stealable during the current run
+  bool notified_early = false;  // already woke a sibling during the current run
   std::uint64_t ticks = 0;
   std::uint64_t rng;
   std::atomic<std::uint32_t> sleep_word{0};
@@ -90,7 +93,7 @@ class scheduler {
   proc* next(worker& w);
   proc* steal(worker& w);
   proc* pop_global(worker& w);
-  void push_global(proc* first, proc* last, std::size_t n);
+  void push_global(proc* const* ps, std::size_t n);
   void park(worker& w);
   bool has_visible_work(const worker& w) const noexcept;
   /// Wakes a parked worker if any (full barrier first: pairs with park()'s announcement).
@@ -100,9 +103,10 @@ class scheduler {
   runtime_core& rt_;
   std::vector<std::unique_ptr<worker>> workers_;
 
+  // Pointers, not a list threaded through the processes: moving a batch to a ring touches no
+  // process memory.
   std::mutex global_mu_;
-  proc* global_head_ = nullptr;
-  proc* global_tail_ = nullptr;
+  std::deque<proc*> global_;
   std::atomic<std::size_t> global_size_{0};
 
   std::mutex idle_mu_;
