@@ -7,26 +7,29 @@
 // hand-off amortised over the batch.
 #pragma once
 
-#include <beamlet/beamlet.hpp>
 #include <benchmark/benchmark.h>
+#include <beamlet/beamlet.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
-#include <thread>
 #include <string>
+#include <thread>
 
 namespace beamlet::bench {
 
 using namespace std::chrono_literals;
 
-/// Blocks the calling (non-process) thread until `flag` is set.
-inline void wait_flag(std::atomic<bool>& flag) {
-  while (!flag.load(std::memory_order_acquire)) flag.wait(false, std::memory_order_acquire);
+/// A one-shot event for a (non-process) thread to block on. 32 bits, so that
+/// std::atomic::wait is a plain futex wait: a 1-byte atomic makes libstdc++ spin, which on a
+/// 2-core machine steals a core from the schedulers being measured.
+using flag_t = std::atomic<std::uint32_t>;
+inline void wait_flag(flag_t& flag) {
+  while (flag.load(std::memory_order_acquire) == 0) flag.wait(0, std::memory_order_acquire);
 }
-inline void set_flag(std::atomic<bool>& flag) {
-  flag.store(true, std::memory_order_release);
+inline void set_flag(flag_t& flag) {
+  flag.store(1, std::memory_order_release);
   flag.notify_all();
 }
 
@@ -38,7 +41,7 @@ void run_in_process(benchmark::State& st, runtime& rt, Body body) {
   for (auto _ : st) {
     if (!first) continue;
     first = false;
-    std::atomic<bool> done{false};
+    flag_t done{0};
     rt.spawn([&](process& self) -> task<> {
       co_await body(self, n);
       set_flag(done);
@@ -59,7 +62,7 @@ void run_in_process_manual(benchmark::State& st, runtime& rt, Body body) {
       continue;
     }
     first = false;
-    std::atomic<bool> done{false};
+    flag_t done{0};
     double seconds = 0;
     rt.spawn([&](process& self) -> task<> {
       seconds = co_await body(self, n);

@@ -9,7 +9,8 @@ namespace beamlet::bench {
 void BM_Monitor(benchmark::State& st) {
   runtime rt;
   run_in_process(st, rt, [](process& self, std::int64_t n) -> task<> {
-    const pid target = self.spawn_link([](process& t) -> task<> { co_await t.receive(on<stop>()); });
+    const pid target =
+        self.spawn_link([](process& t) -> task<> { co_await t.receive(on<stop>()); });
     for (std::int64_t i = 0; i < n; ++i) {
       const ref r = self.monitor(target);
       self.demonitor(r);
@@ -58,8 +59,9 @@ void BM_DownFanIn(benchmark::State& st) {
   const auto dying = static_cast<int>(st.range(0));
   for (auto _ : st) {
     std::atomic<int> linked{0};
-    std::atomic<bool> all_down{false};
-    const pid trigger = rt.spawn([](process& self) -> task<> { co_await self.receive(on<stop>()); });
+    flag_t all_down{0};
+    const pid trigger =
+        rt.spawn([](process& self) -> task<> { co_await self.receive(on<stop>()); });
     rt.spawn([&, dying](process& self) -> task<> {
       for (int i = 0; i < dying; ++i) {
         const pid p = self.spawn([trigger, &linked](process& d) -> task<> {

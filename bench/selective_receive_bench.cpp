@@ -44,12 +44,17 @@ void BM_SelectiveScan(benchmark::State& st) {
     }
     co_return seconds_since(t0);
   });
-  st.counters["skipped"] = benchmark::Counter(static_cast<double>(backlog) * st.iterations(),
-                                              benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  st.counters["skipped"] =
+      benchmark::Counter(static_cast<double>(backlog) * st.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SelectiveScan)
-    ->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)
-    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // As BM_SelectiveScan, but the queued messages are scattered in memory (allocated from a free
 // list in random order), so every step of the scan is a dependent cache miss: the cost of a
@@ -68,8 +73,9 @@ void BM_SelectiveScanScattered(benchmark::State& st) {
     }
     co_return seconds_since(t0);
   });
-  st.counters["skipped"] = benchmark::Counter(static_cast<double>(backlog) * st.iterations(),
-                                              benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  st.counters["skipped"] =
+      benchmark::Counter(static_cast<double>(backlog) * st.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // One iteration: make a marked ref, send a message carrying it, and receive it with
@@ -84,17 +90,27 @@ void BM_MarkerReceive(benchmark::State& st) {
     for (std::int64_t i = 0; i < n; ++i) {
       const ref r = self.make_ref(marked);
       self.send(self.self(), tagged{r});
-      co_await self.receive(since(r), on<tagged>().when([r](const tagged& t) { return t.tag == r; }));
+      co_await self.receive(since(r),
+                            on<tagged>().when([r](const tagged& t) { return t.tag == r; }));
     }
     co_return seconds_since(t0);
   });
 }
 BENCHMARK(BM_MarkerReceive)
-    ->Arg(0)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)
-    ->UseManualTime()->Unit(benchmark::kNanosecond);
+    ->Arg(0)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->UseManualTime()
+    ->Unit(benchmark::kNanosecond);
 
 BENCHMARK(BM_SelectiveScanScattered)
-    ->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)
-    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace beamlet::bench

@@ -35,7 +35,9 @@ void deallocate(void* p, std::size_t size) noexcept {
   ::operator delete(p, size);
 }
 
-std::int64_t live_blocks() noexcept { return g_live.load(std::memory_order_relaxed); }
+std::int64_t live_blocks() noexcept {
+  return g_live.load(std::memory_order_relaxed);
+}
 
 #else
 
@@ -44,8 +46,12 @@ constexpr std::size_t max_small = 1024;
 constexpr std::size_t class_count = max_small / granule;
 constexpr std::size_t chunk_bytes = 256 * 1024;
 
-constexpr std::size_t class_of(std::size_t size) noexcept { return (size + granule - 1) / granule - 1; }
-constexpr std::size_t class_size(std::size_t c) noexcept { return (c + 1) * granule; }
+constexpr std::size_t class_of(std::size_t size) noexcept {
+  return (size + granule - 1) / granule - 1;
+}
+constexpr std::size_t class_size(std::size_t c) noexcept {
+  return (c + 1) * granule;
+}
 constexpr std::uint32_t batch_of(std::size_t c) noexcept {
   return static_cast<std::uint32_t>(std::clamp<std::size_t>(8192 / class_size(c), 8, 128));
 }

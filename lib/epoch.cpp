@@ -3,14 +3,15 @@
 #include <functional>
 #include <thread>
 
-
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 epoch_domain::epoch_domain(unsigned worker_count)
     : workers_(std::make_unique<record[]>(worker_count)), worker_count_(worker_count) {}
 
-epoch_domain::~epoch_domain() { free_all_shared(); }
+epoch_domain::~epoch_domain() {
+  free_all_shared();
+}
 
 epoch_domain::outside_guard::outside_guard(epoch_domain& d) noexcept {
   // Start at a per-thread position so threads rarely collide on a slot.

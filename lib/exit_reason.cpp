@@ -129,7 +129,9 @@ bool operator==(const exit_reason& a, const exit_reason& b) noexcept {
   return a.kind_ == b.kind_ && a.detail() == b.detail() && a.exception_type() == b.exception_type();
 }
 
-std::ostream& operator<<(std::ostream& os, const exit_reason& r) { return os << r.to_string(); }
+std::ostream& operator<<(std::ostream& os, const exit_reason& r) {
+  return os << r.to_string();
+}
 
 exit_exception::exit_exception(exit_reason reason)
     : reason_(std::move(reason)), text_("beamlet: exit " + reason_.to_string()) {}

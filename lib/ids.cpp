@@ -9,13 +9,21 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
-std::string pid::to_string() const { return "<0." + std::to_string(serial_) + ".0>"; }
+std::string pid::to_string() const {
+  return "<0." + std::to_string(serial_) + ".0>";
+}
 
-std::ostream& operator<<(std::ostream& os, pid p) { return os << p.to_string(); }
+std::ostream& operator<<(std::ostream& os, pid p) {
+  return os << p.to_string();
+}
 
-std::string ref::to_string() const { return "#Ref<0." + std::to_string(value_) + ">"; }
+std::string ref::to_string() const {
+  return "#Ref<0." + std::to_string(value_) + ">";
+}
 
-std::ostream& operator<<(std::ostream& os, ref r) { return os << r.to_string(); }
+std::ostream& operator<<(std::ostream& os, ref r) {
+  return os << r.to_string();
+}
 
 std::string any_message::type_name() const {
   if (node_ == nullptr) return {};

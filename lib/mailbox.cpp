@@ -96,6 +96,8 @@ void receive_blocking(proc* p, receive_op& op) {
 
 mailbox::mailbox(runtime& rt) : mailbox(detail::open_external(rt.core())) {}
 
-mailbox::~mailbox() { detail::close_external(p_); }
+mailbox::~mailbox() {
+  detail::close_external(p_);
+}
 
 BEAMLET_END_NAMESPACE

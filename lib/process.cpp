@@ -14,7 +14,6 @@ namespace detail {
 proc::proc(runtime_core& r, std::uint32_t size) noexcept
     : facade(this, &r, pid()), alloc_size(size) {}
 
-
 proc::~proc() {
   monitors.for_each([](std::uint64_t, monitor_entry& e) { delete e.name; });
   if (external) wait_state().~external_wait();
@@ -27,7 +26,8 @@ void free_proc(void* obj) noexcept {
   deallocate(p, size);
 }
 
-// -- spawning --------------------------------------------------------------------------------------
+// -- spawning
+// --------------------------------------------------------------------------------------
 
 proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align) {
   return allocate_proc_for(rt, body_size, body_align, false);
@@ -59,13 +59,17 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
   return p;
 }
 
-void* body_storage(proc* p) noexcept { return p->body_ptr(); }
+void* body_storage(proc* p) noexcept {
+  return p->body_ptr();
+}
 
 void set_body_destructor(proc* p, void (*destroy)(void*) noexcept) noexcept {
   p->destroy_body = destroy;
 }
 
-process& process_of(proc* p) noexcept { return p->facade; }
+process& process_of(proc* p) noexcept {
+  return p->facade;
+}
 
 void discard_proc(proc* p) noexcept {
   pin guard(*p->rt());
@@ -119,8 +123,7 @@ void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
   deliver(rt, to, n);
 }
 
-std::error_code send_node_named(runtime_core& rt, std::string_view name,
-                                message_node* n) noexcept {
+std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept {
   std::optional<pid> to;
   try {
     to = rt.names.whereis(name);
@@ -142,7 +145,8 @@ ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration d
 
 }  // namespace detail
 
-// -- basic_process ---------------------------------------------------------------------------------
+// -- basic_process
+// ---------------------------------------------------------------------------------
 
 using detail::pin;
 
@@ -178,9 +182,9 @@ void basic_process::unlink(pid other) noexcept {
   if (!p->links.erase(other.serial())) return;
   try {
     pin guard(*rt_);
-    detail::deliver(*rt_, other,
-                    detail::make_node<detail::unlink_signal>(detail::unlink_tag,
-                                                             detail::unlink_signal{self_}));
+    detail::deliver(
+        *rt_, other,
+        detail::make_node<detail::unlink_signal>(detail::unlink_tag, detail::unlink_signal{self_}));
   } catch (...) {
     // Out of memory: the peer keeps a one-sided link; its exit signal is ignored here anyway
     // because our side is gone.
@@ -205,11 +209,17 @@ void basic_process::exit(pid target, const exit_reason& reason) {
                       detail::exit_tag, detail::exit_signal{self_, reason, false}));
 }
 
-bool basic_process::trap_exit(bool on) noexcept { return std::exchange(p_->trap, on); }
+bool basic_process::trap_exit(bool on) noexcept {
+  return std::exchange(p_->trap, on);
+}
 
-bool basic_process::trap_exit() const noexcept { return p_->trap; }
+bool basic_process::trap_exit() const noexcept {
+  return p_->trap;
+}
 
-ref basic_process::make_ref() const noexcept { return ref(rt_->new_ref()); }
+ref basic_process::make_ref() const noexcept {
+  return ref(rt_->new_ref());
+}
 
 ref basic_process::make_ref(marked_t) noexcept {
   detail::drain(p_);
@@ -228,8 +238,8 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
   auto noproc_down = [&] {
     std::string n = name != nullptr ? std::move(*name) : std::string();
     delete name;
-    detail::self_deliver(p, detail::make_message(down{ref(r), target, exit_reason::noproc(),
-                                                      std::move(n)}));
+    detail::self_deliver(
+        p, detail::make_message(down{ref(r), target, exit_reason::noproc(), std::move(n)}));
   };
   if (target == p->id()) {  // monitoring oneself creates no entry (SEMANTICS §3 rule 7)
     delete name;
@@ -272,7 +282,9 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
 
 }  // namespace
 
-ref basic_process::monitor(pid target) { return monitor_impl(p_, *rt_, target, false, nullptr); }
+ref basic_process::monitor(pid target) {
+  return monitor_impl(p_, *rt_, target, false, nullptr);
+}
 
 ref basic_process::monitor(pid target, marked_t) {
   return monitor_impl(p_, *rt_, target, true, nullptr);
@@ -332,6 +344,8 @@ std::vector<pid> basic_process::monitors() const {
   return out;
 }
 
-std::uint64_t basic_process::messages_examined() const noexcept { return p_->queue.scanned(); }
+std::uint64_t basic_process::messages_examined() const noexcept {
+  return p_->queue.scanned();
+}
 
 BEAMLET_END_NAMESPACE

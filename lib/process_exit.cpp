@@ -26,7 +26,8 @@ void settle_inbox(proc* p, message_node* chain) noexcept {
     if (n->type->kind == node_kind::signal) {
       const signal_kind k = kind_of(n);
       try {
-        if (k == signal_kind::link) p->links.insert(payload<link_signal>(n).from.serial(), {});
+        if (k == signal_kind::link)
+          p->links.insert(payload<link_signal>(n).from.serial(), {});
         else if (k == signal_kind::unlink)
           p->links.erase(payload<unlink_signal>(n).from.serial());
       } catch (...) {

@@ -75,7 +75,17 @@ exit_reason reason_of_finished(proc* p) {
 
 void run_process(worker& w, proc* p) {
   p->reductions = p->rt()->options.reductions;
-  if (p->state == run_state::waiting && !retry_receive(p)) return;
+  if (p->state == run_state::waiting) {
+    if (!retry_receive(p)) return;
+  } else {
+    // A fresh or yielded process looks at its signals before running: an exit signal must
+    // reach a process that never receives (one that only yields, or has not started yet).
+    drain(p);
+    if (p->exiting) {
+      exit_process(p, p->reason);
+      return;
+    }
+  }
 
   for (;;) {
     p->suspend = suspend_kind::none;
@@ -145,7 +155,7 @@ bool receive_begin(proc* p, receive_op& op) {
   if (!done) return false;
   // Completed at once. Still suspend when the budget is spent, so a process that always has
   // messages cannot keep its scheduler thread (fairness).
-  return --p->reductions > 0 || p->external;
+  return --p->reductions > 0;
 }
 
 void receive_suspend(proc* p, receive_op& op, std::coroutine_handle<> h) noexcept {

@@ -70,8 +70,7 @@ bool handle_signal(proc* p, message_node* n) {
       auto& d = payload<down>(n);
       monitor_entry e;
       // Only a monitor still held produces a DOWN: demonitor() drops late ones (§3 rule 5).
-      if (p->exiting || !p->monitors.erase(d.ref.value(), &e))
-        return false;
+      if (p->exiting || !p->monitors.erase(d.ref.value(), &e)) return false;
       if (e.name != nullptr) {
         d.name = std::move(*e.name);
         delete e.name;
@@ -119,7 +118,9 @@ bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
   return push(p, n);
 }
 
-void self_deliver(proc* p, message_node* n) noexcept { push(p, n); }
+void self_deliver(proc* p, message_node* n) noexcept {
+  push(p, n);
+}
 
 void drain(proc* p) {
   if (p->inbox.load(std::memory_order_relaxed) == nullptr) return;
@@ -143,8 +144,10 @@ void drain(proc* p) {
       if (p->exiting) {
         destroy_node(n);
       } else {
-        if (run_first == nullptr) run_first = n;
-        else run_last->next = n;
+        if (run_first == nullptr)
+          run_first = n;
+        else
+          run_last->next = n;
         run_last = n;
         ++run_count;
       }

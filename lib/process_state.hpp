@@ -54,7 +54,7 @@ enum class suspend_kind : std::uint8_t { none, receive, yield, exit };
 /// One monitor as its owner (the watcher) knows it; keyed by ref in the owner's map.
 struct monitor_entry {
   pid target;
-  std::uint32_t slot = 0;      ///< its index in the target's watcher_set
+  std::uint32_t slot = 0;       ///< its index in the target's watcher_set
   std::string* name = nullptr;  ///< set for monitors by name
 };
 
@@ -124,13 +124,14 @@ struct proc {
   void* body_ptr() noexcept;
   /// A mailbox's blocking state, kept where a coroutine process keeps its body.
   external_wait& wait_state() noexcept { return *static_cast<external_wait*>(body_ptr()); }
-
 };
 
 inline constexpr std::size_t proc_body_offset =
     (sizeof(proc) + proc::body_alignment - 1) / proc::body_alignment * proc::body_alignment;
 
-inline void* proc::body_ptr() noexcept { return reinterpret_cast<char*>(this) + proc_body_offset; }
+inline void* proc::body_ptr() noexcept {
+  return reinterpret_cast<char*>(this) + proc_body_offset;
+}
 
 /// Frees a process's memory (its retirement callback).
 void free_proc(void* p) noexcept;

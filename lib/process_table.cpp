@@ -23,7 +23,9 @@ process_table::process_table(std::size_t capacity) {
   slots_ = static_cast<std::atomic<proc*>*>(mem);
 }
 
-process_table::~process_table() { ::munmap(slots_, bytes_); }
+process_table::~process_table() {
+  ::munmap(slots_, bytes_);
+}
 
 void process_table::insert(proc* p, pid& out) {
   // Keep the table at most 7/8 full so the probe for a free serial stays short.

@@ -61,8 +61,10 @@ pin::pin(runtime_core& rt) noexcept {
 void runtime_core::retire(proc* p) noexcept {
   worker* w = current_worker();
   try {
-    if (w != nullptr && &w->sched.rt() == this) epoch.retire(w->retired, p, &free_proc);
-    else epoch.retire_shared(p, &free_proc);
+    if (w != nullptr && &w->sched.rt() == this)
+      epoch.retire(w->retired, p, &free_proc);
+    else
+      epoch.retire_shared(p, &free_proc);
   } catch (...) {
     // Could not record the retirement (out of memory): leak the process rather than free it
     // while another thread may still read it.
@@ -107,9 +109,9 @@ void runtime_core::shutdown() {
       if (!p->external) exit_process(p, exit_reason::shutdown());
     for (proc* p : rest)
       if (p->external)
-        deliver(*this, p->id(),
-                make_node<exit_signal>(exit_tag,
-                                       exit_signal{pid(), exit_reason::shutdown(), false}));
+        deliver(
+            *this, p->id(),
+            make_node<exit_signal>(exit_tag, exit_signal{pid(), exit_reason::shutdown(), false}));
   }
   sched.clear_queues();
   // Free what no outside thread can still reach; the rest goes with the last reference.
@@ -120,7 +122,8 @@ void runtime_core::shutdown() {
 
 }  // namespace detail
 
-// -- runtime ---------------------------------------------------------------------------------------
+// -- runtime
+// ---------------------------------------------------------------------------------------
 
 runtime::runtime() : runtime(runtime_options{}) {}
 
@@ -133,13 +136,17 @@ runtime::~runtime() {
   core_.release()->release();
 }
 
-void runtime::shutdown() { core_->shutdown(); }
+void runtime::shutdown() {
+  core_->shutdown();
+}
 
 std::optional<std::chrono::nanoseconds> runtime::cancel_timer(ref timer) {
   return core_->timers.cancel_send_after(timer);
 }
 
-std::size_t runtime::pending_timers() const noexcept { return core_->timers.pending(); }
+std::size_t runtime::pending_timers() const noexcept {
+  return core_->timers.pending();
+}
 
 void runtime::exit(pid target, const exit_reason& reason) {
   detail::pin guard(*core_);
@@ -173,7 +180,9 @@ std::optional<pid> runtime::whereis(std::string_view name) const {
   return core_->names.whereis(name);
 }
 
-std::vector<std::string> runtime::registered() const { return core_->names.names(); }
+std::vector<std::string> runtime::registered() const {
+  return core_->names.names();
+}
 
 bool runtime::is_alive(pid p) const noexcept {
   detail::pin guard(*core_);
@@ -197,8 +206,12 @@ std::vector<pid> runtime::monitored_by(pid p) const {
   return out;
 }
 
-std::size_t runtime::process_count() const noexcept { return core_->table.size(); }
+std::size_t runtime::process_count() const noexcept {
+  return core_->table.size();
+}
 
-unsigned runtime::schedulers() const noexcept { return core_->options.schedulers; }
+unsigned runtime::schedulers() const noexcept {
+  return core_->options.schedulers;
+}
 
 BEAMLET_END_NAMESPACE

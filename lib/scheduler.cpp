@@ -33,7 +33,9 @@ std::uint64_t xorshift(std::uint64_t& s) noexcept {
 
 }  // namespace
 
-worker* current_worker() noexcept { return tls_worker; }
+worker* current_worker() noexcept {
+  return tls_worker;
+}
 
 void worker::push_back(proc* p) {
   if (!ring.push(p)) {
@@ -247,8 +249,7 @@ void scheduler::park(worker& w) {
     idle_.push_back(&w);
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) &&
-      w.ring.empty()) {
+  if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) && w.ring.empty()) {
     while (w.sleep_word.load(std::memory_order_acquire) == 0)
       w.sleep_word.wait(0, std::memory_order_acquire);
   } else {

@@ -36,8 +36,7 @@ struct proc;
 
 class worker {
  public:
-  worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept
-      : sched(s), index(i), rec(r) {}
+  worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept : sched(s), index(i), rec(r) {}
 
   scheduler& sched;
   const unsigned index;

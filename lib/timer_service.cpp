@@ -22,14 +22,15 @@ struct timer_service::send_after_entry : timer_entry {
 struct timer_service::impl {
   boost::asio::io_context io;
   boost::asio::steady_timer timer{io};
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
-      io.get_executor()};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
   std::thread thread;
 };
 
 timer_service::timer_service(runtime_core& rt) : rt_(rt), impl_(std::make_unique<impl>()) {}
 
-timer_service::~timer_service() { stop(); }
+timer_service::~timer_service() {
+  stop();
+}
 
 void timer_service::start() {
   impl_->thread = std::thread([this] { impl_->io.run(); });
@@ -57,7 +58,8 @@ void timer_service::stop() noexcept {
   by_ref_.clear();
 }
 
-// -- heap ------------------------------------------------------------------------------------------
+// -- heap
+// ------------------------------------------------------------------------------------------
 
 void timer_service::place(timer_entry* e, std::uint32_t i) noexcept {
   heap_[i] = e;
@@ -105,7 +107,8 @@ void timer_service::remove_locked(timer_entry* e) noexcept {
   sift_down(last->heap_index);
 }
 
-// -- arming ----------------------------------------------------------------------------------------
+// -- arming
+// ----------------------------------------------------------------------------------------
 
 void timer_service::request_rearm(clock::time_point deadline) {
   // Caller holds mu_. Only a deadline earlier than the one the timer sleeps for needs the timer
@@ -184,7 +187,8 @@ std::size_t timer_service::pending() const noexcept {
   return heap_.size();
 }
 
-// -- firing (timer thread) -------------------------------------------------------------------------
+// -- firing (timer thread)
+// -------------------------------------------------------------------------
 
 void timer_service::on_wake() noexcept {
   struct fired {

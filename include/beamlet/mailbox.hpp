@@ -42,8 +42,7 @@ class mailbox final : public basic_process {
   }
 
  private:
-  explicit mailbox(const detail::external_handle& h) noexcept
-      : basic_process(h.p, h.rt, h.self) {}
+  explicit mailbox(const detail::external_handle& h) noexcept : basic_process(h.p, h.rt, h.self) {}
 };
 
 BEAMLET_END_NAMESPACE

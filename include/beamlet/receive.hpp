@@ -55,7 +55,7 @@ BEAMLET_BEGIN_NAMESPACE
 /// the message is moved (or copied) into the receiver's mailbox.
 template <class T>
 concept message = std::is_object_v<std::decay_t<T>> && std::move_constructible<std::decay_t<T>> &&
-                  std::destructible<std::decay_t<T>>;
+    std::destructible<std::decay_t<T>>;
 
 /// A message of a type the receiving clause did not name (see on_any()). Owns the message.
 class any_message {
@@ -140,7 +140,9 @@ constexpr on_clause<T, detail::no_guard, std::decay_t<H>> on(H&& handler) {
 }
 
 /// Matches every message (Erlang's catch-all variable). Disables the marker optimisation.
-constexpr on_clause<any_message> on_any() { return {}; }
+constexpr on_clause<any_message> on_any() {
+  return {};
+}
 template <class H>
 constexpr on_clause<any_message, detail::no_guard, std::decay_t<H>> on_any(H&& handler) {
   static_assert(std::is_invocable_v<std::decay_t<H>&, any_message&&>,
@@ -190,10 +192,13 @@ after_clause<> after(std::chrono::duration<Rep, Period> d) {
 /// Time out `d` after entering the receive and run `handler()`.
 template <class Rep, class Period, class H>
 after_clause<std::decay_t<H>> after(std::chrono::duration<Rep, Period> d, H&& handler) {
-  static_assert(std::is_invocable_v<std::decay_t<H>&>, "after(d, handler): handler() must be callable");
+  static_assert(std::is_invocable_v<std::decay_t<H>&>,
+                "after(d, handler): handler() must be callable");
   return {true, detail::checked_timeout(d), std::forward<H>(handler)};
 }
-inline after_clause<> after(infinity_t) { return {false, {}, {}}; }
+inline after_clause<> after(infinity_t) {
+  return {false, {}, {}};
+}
 
 /// Tag for make_ref/monitor: also place a receive marker (SEMANTICS §1.3 rule 16).
 struct marked_t {
@@ -205,7 +210,9 @@ inline constexpr marked_t marked{};
 struct since_t {
   ref r;
 };
-constexpr since_t since(ref r) noexcept { return {r}; }
+constexpr since_t since(ref r) noexcept {
+  return {r};
+}
 
 /// The result of a value-style receive: the matched message (owned), or a timeout.
 template <class... Ts>
@@ -278,11 +285,14 @@ template <class... Args>
 struct receive_shape {
   static constexpr std::size_t n = sizeof...(Args);
   using tuple = std::tuple<Args...>;
-  static constexpr bool has_since = n > 0 && std::is_same_v<std::tuple_element_t<0, tuple>, since_t>;
+  static constexpr bool has_since =
+      n > 0 && std::is_same_v<std::tuple_element_t<0, tuple>, since_t>;
   template <std::size_t I>
   static constexpr bool last_is_after() {
-    if constexpr (I == 0) return false;
-    else return is_after_clause<std::tuple_element_t<I - 1, tuple>>;
+    if constexpr (I == 0)
+      return false;
+    else
+      return is_after_clause<std::tuple_element_t<I - 1, tuple>>;
   }
   static constexpr bool has_after = last_is_after<n>();
   static constexpr std::size_t first_clause = has_since ? 1 : 0;
@@ -402,8 +412,9 @@ class receive_request : public receive_op {
       has_timeout = after_.finite();
       timeout = after_.duration();
       if constexpr (handler_style) {
-        static_assert(std::is_same_v<std::invoke_result_t<decltype(after_.handler)&>, result_type>,
-                      "receive: the after handler must return the same type as the clause handlers");
+        static_assert(
+            std::is_same_v<std::invoke_result_t<decltype(after_.handler)&>, result_type>,
+            "receive: the after handler must return the same type as the clause handlers");
       }
     }
     if constexpr (Shape::has_since) since = std::get<0>(all).r.value();
@@ -417,8 +428,8 @@ class receive_request : public receive_op {
   template <class Shape, class Tuple>
   static After take_after(Tuple& all) {
     if constexpr (Shape::has_after) {
-      return After(std::forward<std::tuple_element_t<Shape::n - 1, Tuple>>(
-          std::get<Shape::n - 1>(all)));
+      return After(
+          std::forward<std::tuple_element_t<Shape::n - 1, Tuple>>(std::get<Shape::n - 1>(all)));
     } else {
       return After{};
     }
@@ -435,16 +446,14 @@ class receive_request : public receive_op {
   static constexpr void check_handler_results(std::index_sequence<I...>) {
     if constexpr (handler_style) {
       static_assert((std::is_same_v<typename decltype(result_info::template handler_result<
-                                        std::tuple_element_t<I, Clauses>>())::type,
+                                                      std::tuple_element_t<I, Clauses>>())::type,
                                     result_type> &&
                      ...),
                     "receive: every clause handler must return the same type");
     }
   }
 
-  int match(message_node* n) {
-    return match_from<0>(n);
-  }
+  int match(message_node* n) { return match_from<0>(n); }
 
   template <std::size_t I>
   int match_from(message_node* n) {
@@ -458,7 +467,8 @@ class receive_request : public receive_op {
       } else {
         if (n->type == tag_of<T>()) {
           if constexpr (C::has_guard) {
-            if (std::get<I>(clauses_).guard(std::as_const(payload<T>(n)))) return static_cast<int>(I);
+            if (std::get<I>(clauses_).guard(std::as_const(payload<T>(n))))
+              return static_cast<int>(I);
           } else {
             return static_cast<int>(I);
           }

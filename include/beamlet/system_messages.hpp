@@ -16,14 +16,14 @@
 BEAMLET_BEGIN_NAMESPACE
 
 struct down {
-  beamlet::ref ref;          ///< the monitor this DOWN is for
-  beamlet::pid pid;          ///< the monitored process (null if a monitored name was unregistered)
-  exit_reason reason;        ///< why it ended; `noproc` if it was not alive when monitored
-  std::string name;          ///< the registered name, for monitors set by name; empty otherwise
+  beamlet::ref ref;    ///< the monitor this DOWN is for
+  beamlet::pid pid;    ///< the monitored process (null if a monitored name was unregistered)
+  exit_reason reason;  ///< why it ended; `noproc` if it was not alive when monitored
+  std::string name;    ///< the registered name, for monitors set by name; empty otherwise
 };
 
 struct exit_message {
-  beamlet::pid from;         ///< the sender of the exit signal (the null pid: from outside)
+  beamlet::pid from;  ///< the sender of the exit signal (the null pid: from outside)
   exit_reason reason;
 };
 

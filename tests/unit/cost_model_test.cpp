@@ -61,8 +61,8 @@ TEST(CostModel, S1_3_14_16_MarkerSkipsOlderMessages) {
     for (int i = 0; i < 10; ++i) {
       const ref r = self.make_ref(marked);
       self.send(self.self(), tagged{r, i});
-      auto m = co_await self.receive(since(r),
-                                     on<tagged>().when([r](const tagged& t) { return t.tag == r; }));
+      auto m = co_await self.receive(
+          since(r), on<tagged>().when([r](const tagged& t) { return t.tag == r; }));
       got += m.get<tagged>().n;
     }
     examined = self.messages_examined() - before;
@@ -89,8 +89,8 @@ TEST(CostModel, S1_3_16_MarkerWithBlockingReceive) {
     for (int i = 0; i < 50; ++i) {
       const ref r = self.make_ref(marked);
       self.send(echo, std::pair{self.self(), r});
-      co_await self.receive(since(r), on<tagged>().when([r](const tagged& t) { return t.tag == r; }),
-                            after(5s));
+      co_await self.receive(
+          since(r), on<tagged>().when([r](const tagged& t) { return t.tag == r; }), after(5s));
     }
     examined = self.messages_examined() - before;
   });
@@ -110,8 +110,8 @@ TEST(CostModel, S1_3_16_MarkedMonitor) {
     for (int i = 0; i < n; ++i) self.send(self.self(), junk{i});
     const std::uint64_t before = self.messages_examined();
     const ref r = self.monitor(dead, marked);
-    auto m = co_await self.receive(since(r), on<down>().when([r](const down& d) { return d.ref == r; }),
-                                   after(5s));
+    auto m = co_await self.receive(
+        since(r), on<down>().when([r](const down& d) { return d.ref == r; }), after(5s));
     EXPECT_EQ(m.get<down>().reason, exit_reason::noproc());
     examined = self.messages_examined() - before;
   });
@@ -134,9 +134,8 @@ TEST(CostModel, S1_3_16_EvictedMarkersStillCorrect) {
     const std::uint64_t before = self.messages_examined();
     for (int i = 0; i < 12; ++i) {
       const ref r = refs[static_cast<std::size_t>(i)];
-      auto m = co_await self.receive(since(r),
-                                     on<tagged>().when([r](const tagged& t) { return t.tag == r; }),
-                                     after(0ms));
+      auto m = co_await self.receive(
+          since(r), on<tagged>().when([r](const tagged& t) { return t.tag == r; }), after(0ms));
       if (m && m.get<tagged>().n == i) ++found;
     }
     examined = self.messages_examined() - before;

@@ -133,9 +133,11 @@ TEST(Links, S2_5_SelfExitKillIsTrappable) {
   std::atomic<bool> trapped{false};
   watched trapper(rt, [&](process& self) -> task<> {
     self.trap_exit(true);
-    const pid k = self.spawn_link([](process& c) -> task<> { co_await c.exit(exit_reason::kill()); });
+    const pid k =
+        self.spawn_link([](process& c) -> task<> { co_await c.exit(exit_reason::kill()); });
     auto m = co_await self.receive(on<exit_message>(), after(5s));
-    trapped = m && m.get<exit_message>().from == k && m.get<exit_message>().reason == exit_reason::kill();
+    trapped =
+        m && m.get<exit_message>().from == k && m.get<exit_message>().reason == exit_reason::kill();
   });
   expect_exit(rt, trapper);
   EXPECT_TRUE(trapped);
@@ -189,11 +191,15 @@ TEST(Links, S2_7_ExitNormal) {
   rt.exit(plain, exit_reason::kill());
 
   std::atomic<bool> trapped{false};
+  std::atomic<bool> trapping{false};
   watched trapper(rt, [&](process& self) -> task<> {
     self.trap_exit(true);
+    trapping = true;
     auto m = co_await self.receive(on<exit_message>());
     trapped = m.get<exit_message>().reason == exit_reason::normal() && !m.get<exit_message>().from;
   });
+  // Signals are handled when a process is scheduled in, so wait until it really traps.
+  ASSERT_TRUE(eventually([&] { return trapping.load(); }));
   rt.exit(trapper, exit_reason::normal());
   expect_exit(rt, trapper);
   EXPECT_TRUE(trapped);
@@ -218,12 +224,15 @@ TEST(Links, S2_7_ExitOtherReasons) {
 
   std::atomic<bool> trapped{false};
   std::atomic<bool> sender_ok{false};
+  std::atomic<bool> trapping{false};
   watched trapper(rt, [&](process& self) -> task<> {
     self.trap_exit(true);
+    trapping = true;
     auto m = co_await self.receive(on<exit_message>());
     trapped = m.get<exit_message>().reason == exit_reason::error("why");
     sender_ok = static_cast<bool>(m.get<exit_message>().from);
   });
+  ASSERT_TRUE(eventually([&] { return trapping.load(); }));
   run_process(rt, [&](process& self) -> task<> {
     self.exit(trapper, exit_reason::error("why"));
     co_return;
@@ -243,6 +252,37 @@ TEST(Links, S2_7_ExitSelfKill) {
                           co_return;
                         }),
             exit_reason::killed());
+}
+
+// An exit signal reaches a process that never receives, at its next yield.
+TEST(Links, S2_7_ExitReachesAYieldingProcess) {
+  runtime rt;
+  watched spinner(rt, [](process& self) -> task<> {
+    for (;;) co_await self.yield();
+  });
+  std::this_thread::sleep_for(20ms);
+  rt.exit(spinner, exit_reason::error("stop_spinning"));
+  EXPECT_EQ(expect_exit(rt, spinner), exit_reason::error("stop_spinning"));
+}
+
+// A process killed before it first runs never runs its body.
+TEST(Links, S2_7_KilledBeforeFirstRun) {
+  runtime rt({.schedulers = 1});
+  std::atomic<bool> ran{false};
+  std::atomic<bool> killed_first{false};
+  // On one scheduler, the spawner keeps the thread until it suspends: the kill is queued before
+  // the child is first scheduled.
+  run_process(rt, [&](process& self) -> task<> {
+    const auto r = self.spawn_monitor([&](process&) -> task<> {
+      ran = true;
+      co_return;
+    });
+    self.exit(r.pid, exit_reason::kill());
+    auto d = co_await self.receive(on<down>());
+    killed_first = d.get<down>().reason == exit_reason::killed();
+  });
+  EXPECT_TRUE(killed_first);
+  EXPECT_FALSE(ran);
 }
 
 // spawn_link links before the child can run: a child that dies at once still takes the

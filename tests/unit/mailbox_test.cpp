@@ -120,9 +120,8 @@ TEST(Mailbox, TrappingMailbox) {
   runtime rt;
   mailbox me(rt);
   me.trap_exit(true);
-  const pid p = me.spawn_link([](process& self) -> task<> {
-    co_await self.exit(exit_reason::error("crash"));
-  });
+  const pid p = me.spawn_link(
+      [](process& self) -> task<> { co_await self.exit(exit_reason::error("crash")); });
   auto m = me.receive(on<exit_message>(), after(5s));
   ASSERT_TRUE(m);
   EXPECT_EQ(m.get<exit_message>().from, p);

@@ -52,9 +52,8 @@ TEST(Monitors, S3_2_ExactlyOneDown) {
   std::atomic<int> downs{0};
   std::atomic<bool> fields_ok{false};
   run_process(rt, [&](process& self) -> task<> {
-    auto [child, r] = self.spawn_monitor([](process& c) -> task<> {
-      co_await c.exit(exit_reason::shutdown("bye"));
-    });
+    auto [child, r] = self.spawn_monitor(
+        [](process& c) -> task<> { co_await c.exit(exit_reason::shutdown("bye")); });
     auto d = co_await self.receive(on<down>());
     ++downs;
     fields_ok = d.get<down>().ref == r && d.get<down>().pid == child &&
@@ -128,8 +127,8 @@ TEST(Monitors, S3_5_DemonitorStopsDelivery) {
   run_process(rt, [&](process& self) -> task<> {
     const pid t = self.spawn(wait_for_any);
     const ref r = self.monitor(t);
-    EXPECT_TRUE(self.demonitor(r));   // active monitor removed
-    EXPECT_FALSE(self.demonitor(r));  // already gone
+    EXPECT_TRUE(self.demonitor(r));             // active monitor removed
+    EXPECT_FALSE(self.demonitor(r));            // already gone
     EXPECT_FALSE(self.demonitor(ref(123456)));  // never existed
     self.send(t, go{});
     auto d = co_await self.receive(on<down>(), after(100ms));
@@ -149,9 +148,9 @@ TEST(Monitors, S3_5_FlushRemovesQueuedDown) {
     const ref r2 = self.monitor(t2);
     self.send(t1, go{});
     self.send(t2, go{});
-    co_await self.sleep(100ms);  // both DOWNs are now queued (or in the inbox)
-    EXPECT_FALSE(self.demonitor(r1));            // fired already: not active
-    EXPECT_FALSE(self.demonitor(r2, flush));     // fired already, and flushed
+    co_await self.sleep(100ms);               // both DOWNs are now queued (or in the inbox)
+    EXPECT_FALSE(self.demonitor(r1));         // fired already: not active
+    EXPECT_FALSE(self.demonitor(r2, flush));  // fired already, and flushed
     auto d1 = co_await self.receive(on<down>().when([r1](const down& d) { return d.ref == r1; }),
                                     after(0ms));
     auto d2 = co_await self.receive(on<down>().when([r2](const down& d) { return d.ref == r2; }),

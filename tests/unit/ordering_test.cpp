@@ -40,15 +40,17 @@ TEST(Ordering, S1_1_1_MessageThenExitSignal) {
   std::atomic<int> first_kind{0};  // 1: message first, 2: exit first
   watched receiver(rt, [&](process& self) -> task<> {
     self.trap_exit(true);
+    // The sender starts only once we trap exits.
+    const pid me = self.self();
+    self.spawn([me](process& sender) -> task<> {
+      sender.send(me, seq{1});
+      sender.exit(me, exit_reason::error("after_message"));
+      sender.send(me, done{});
+      co_return;
+    });
     co_await self.receive(on<done>());  // wait until the sender is done
     auto m = co_await self.receive(on<seq>(), on<exit_message>());
     first_kind = m.is<seq>() ? 1 : 2;
-  });
-  rt.spawn([&](process& self) -> task<> {
-    self.send(receiver, seq{1});
-    self.exit(receiver, exit_reason::error("after_message"));
-    self.send(receiver, done{});
-    co_return;
   });
   expect_exit(rt, receiver);
   EXPECT_EQ(first_kind.load(), 1);

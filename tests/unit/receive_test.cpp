@@ -41,8 +41,8 @@ TEST(Receive, S1_2_8_ClausesTriedInOrder) {
   runtime rt;
   std::atomic<int> clause{-2};
   watched p(rt, [&](process& self) -> task<> {
-    auto r = co_await self.receive(on<a>().when([](const a& x) { return x.n > 10; }),
-                                   on<a>(), on_any());
+    auto r =
+        co_await self.receive(on<a>().when([](const a& x) { return x.n > 10; }), on<a>(), on_any());
     clause = r.clause();
   });
   rt.send(p, a{5});
@@ -163,9 +163,9 @@ TEST(Receive, S1_2_12_AfterOnlyIsSleep) {
   watched p(rt, [&](process& self) -> task<> {
     const auto t0 = std::chrono::steady_clock::now();
     co_await self.sleep(100ms);
-    slept = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - t0)
-                                  .count());
+    slept = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
   });
   rt.send(p, a{1});
   expect_exit(rt, p);

@@ -35,7 +35,8 @@ TEST(Runtime, ShutdownStopsEveryProcess) {
       for (int i = 0; i < 5; ++i) (void)self.monitor(self.spawn(park_forever));
       for (;;) {
         auto m = co_await self.receive(on<down>(), on<exit_message>());
-        if (auto* d = m.get_if<down>(); d && d->reason == exit_reason::shutdown()) ++plain_reason_ok;
+        if (auto* d = m.get_if<down>(); d && d->reason == exit_reason::shutdown())
+          ++plain_reason_ok;
       }
     });
     std::this_thread::sleep_for(50ms);

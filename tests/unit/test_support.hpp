@@ -1,8 +1,8 @@
 // Helpers shared by the unit tests.
 #pragma once
 
-#include <beamlet/beamlet.hpp>
 #include <gtest/gtest.h>
+#include <beamlet/beamlet.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -84,7 +84,9 @@ inline bool eventually(const std::function<bool()>& cond, std::chrono::milliseco
 }
 
 /// A process body that waits for any message and then returns (exit `normal`).
-inline task<> wait_for_any(process& self) { co_await self.receive(on_any()); }
+inline task<> wait_for_any(process& self) {
+  co_await self.receive(on_any());
+}
 
 /// A process body that never returns on its own.
 inline task<> park_forever(process& self) {

@@ -29,9 +29,9 @@ TEST(Timers, SendAfterDelivers) {
     const auto t0 = std::chrono::steady_clock::now();
     self.send_after(self.self(), tick{1}, 50ms);
     co_await self.receive(on<tick>());
-    elapsed = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::steady_clock::now() - t0)
-                                    .count());
+    elapsed = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
   });
   expect_exit(rt, p);
   EXPECT_GE(elapsed.load(), 50);

@@ -26,8 +26,8 @@ class process;
 
 namespace detail {
 
-struct proc;          // a process (lib/process_state.hpp)
-class runtime_core;   // a runtime (lib/runtime_core.hpp)
+struct proc;         // a process (lib/process_state.hpp)
+class runtime_core;  // a runtime (lib/runtime_core.hpp)
 
 // -- messaging (any thread) ----------------------------------------------------------------------
 

@@ -54,8 +54,7 @@ void destroy_typed(message_node* n) noexcept {
 
 /// The identity of message type T.
 template <class T>
-inline constexpr type_descriptor message_type{&destroy_typed<T>, &typeid(T), node_kind::message,
-                                              0};
+inline constexpr type_descriptor message_type{&destroy_typed<T>, &typeid(T), node_kind::message, 0};
 
 template <class T>
 constexpr const type_descriptor* tag_of() noexcept {
@@ -80,7 +79,9 @@ message_node* make_message(T&& value) {
   return make_node<D>(tag_of<D>(), std::forward<T>(value));
 }
 
-inline void destroy_node(message_node* n) noexcept { n->type->destroy(n); }
+inline void destroy_node(message_node* n) noexcept {
+  n->type->destroy(n);
+}
 
 template <class T>
 T& payload(message_node* n) noexcept {

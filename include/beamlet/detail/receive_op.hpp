@@ -29,17 +29,17 @@ class receive_op {
   bool scan(message_queue& q) { return scan_(this, q); }
 
   // -- set up by the typed receive --------------------------------------------------------------
-  bool has_timeout = false;        ///< an `after` clause with a finite duration
-  clock::duration timeout{};       ///< its duration
-  std::uint64_t since = 0;         ///< marker ref value, 0 for a scan from the head
+  bool has_timeout = false;   ///< an `after` clause with a finite duration
+  clock::duration timeout{};  ///< its duration
+  std::uint64_t since = 0;    ///< marker ref value, 0 for a scan from the head
 
   // -- state while the receive runs --------------------------------------------------------------
-  clock::time_point deadline{};    ///< entry time + timeout (rule 11: measured from entry)
+  clock::time_point deadline{};  ///< entry time + timeout (rule 11: measured from entry)
   message_node* position = nullptr;
   message_node* matched = nullptr;
   int clause = -1;
   bool timed_out = false;
-  std::exception_ptr error;        ///< a guard threw while the runtime was scanning
+  std::exception_ptr error;  ///< a guard threw while the runtime was scanning
 
  protected:
   using scan_fn = bool (*)(receive_op*, message_queue&);
