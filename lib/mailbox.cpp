@@ -60,7 +60,7 @@ bool wait_for_push(proc* p, const receive_op& op) {
 
 void receive_blocking(proc* p, receive_op& op) {
   if (p->state == run_state::dead) throw exit_exception(p->reason);
-  drain(p);
+  drain(p, drain_mode::until_kill);
   if (p->exiting) die(p);
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
   const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
@@ -73,6 +73,10 @@ void receive_blocking(proc* p, receive_op& op) {
     }
   } guard{p, op};
   if (op.scan(p->queue)) return;
+  if (p->deferred != nullptr) {
+    drain(p);
+    die(p);
+  }
   if (poll) {
     op.timed_out = true;
     return;
@@ -82,9 +86,13 @@ void receive_blocking(proc* p, receive_op& op) {
       op.timed_out = true;
       return;
     }
-    drain(p);
+    drain(p, drain_mode::until_kill);
     if (p->exiting) die(p);
     if (op.scan(p->queue)) return;
+    if (p->deferred != nullptr) {
+      drain(p);
+      die(p);
+    }
     if (op.has_timeout && clock::now() >= op.deadline) {
       op.timed_out = true;
       return;

@@ -76,7 +76,7 @@ void discard_proc(proc* p) noexcept {
   exit_process(p, exit_reason::normal());
 }
 
-pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, spawn_flags flags,
+pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const spawn_options& flags,
                proc* parent, ref* monitor_ref) noexcept {
   runtime_core& rt = *p->rt();
   p->body = body;
@@ -137,6 +137,19 @@ std::error_code send_node_named(runtime_core& rt, std::string_view name, message
   }
   send_node(rt, *to, n);
   return {};
+}
+
+pid whereis_in(runtime_core& rt, std::string_view name) {
+  return rt.names.whereis(name).value_or(pid());
+}
+
+std::error_code unregister_in(runtime_core& rt, std::string_view name) {
+  pin guard(rt);
+  return rt.names.unregister_name(name, rt.table);
+}
+
+runtime_core* runtime_of(const basic_process& p) noexcept {
+  return p.rt_;
 }
 
 ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration delay) {
@@ -215,6 +228,14 @@ bool basic_process::trap_exit(bool on) noexcept {
 
 bool basic_process::trap_exit() const noexcept {
   return p_->trap;
+}
+
+ack_wait basic_process::set_ack_wait(ack_wait mode) noexcept {
+  return std::exchange(p_->ack_mode, mode);
+}
+
+ack_wait basic_process::get_ack_wait() const noexcept {
+  return p_->ack_mode;
 }
 
 ref basic_process::make_ref() const noexcept {
@@ -308,21 +329,24 @@ bool basic_process::demonitor(ref r) noexcept {
 }
 
 bool basic_process::demonitor(ref r, flush_t) noexcept {
-  const bool active = demonitor(r);
+  // A DOWN reaches the queue only when the monitor fires, which also removes it from our map.
+  // So if the monitor was still active, no DOWN can be queued (one still in flight is dropped
+  // at the door): the common case, as after every call, costs no scan at all.
+  if (demonitor(r)) return true;
   detail::proc* p = p_;
   try {
     detail::drain(p);
   } catch (...) {
     // drain only allocates to trap exits; a failure there already marked the process exiting.
   }
-  detail::message_node* prev = p->queue.head();
+  detail::message_node* prev = p->queue.marker_position(r.value());
   for (detail::message_node* n = prev->next; n != nullptr; prev = n, n = n->next) {
     if (n->type == detail::tag_of<down>() && detail::payload<down>(n).ref == r) {
       detail::destroy_node(p->queue.unlink_after(prev));
       break;
     }
   }
-  return active;
+  return false;
 }
 
 std::error_code basic_process::register_name(std::string_view name) {

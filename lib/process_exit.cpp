@@ -10,17 +10,9 @@ namespace detail {
 
 namespace {
 
-// Signals that arrived after the process stopped draining: links still get their exit signal
-// (the link existed before the process was gone), everything else is dropped.
-void settle_inbox(proc* p, message_node* chain) noexcept {
-  if (is_mark(chain)) return;
-  message_node* first = nullptr;
-  while (chain != nullptr) {
-    message_node* next = chain->next;
-    chain->next = first;
-    first = chain;
-    chain = next;
-  }
+// Signals that arrived after the process stopped draining, in arrival order: links still get
+// their exit signal (the link existed before the process was gone), everything else is dropped.
+void settle(proc* p, message_node* first) noexcept {
   for (message_node* n = first; n != nullptr;) {
     message_node* next = n->next;
     if (n->type->kind == node_kind::signal) {
@@ -37,6 +29,19 @@ void settle_inbox(proc* p, message_node* chain) noexcept {
     destroy_node(n);
     n = next;
   }
+}
+
+// The inbox is a stack (newest first): reverse it into arrival order.
+message_node* reversed(message_node* chain) noexcept {
+  if (is_mark(chain)) return nullptr;
+  message_node* first = nullptr;
+  while (chain != nullptr) {
+    message_node* next = chain->next;
+    chain->next = first;
+    first = chain;
+    chain = next;
+  }
+  return first;
 }
 
 void signal_links(proc* p) noexcept {
@@ -117,7 +122,9 @@ void exit_process(proc* p, exit_reason reason) noexcept {
   }
 
   // 2. Close the inbox: from now on every push fails, so nothing can be left behind in it.
-  settle_inbox(p, p->inbox.exchange(closed_mark, std::memory_order_acq_rel));
+  //    What was held back by drain(until_kill) is older than what is still in the inbox.
+  settle(p, std::exchange(p->deferred, nullptr));
+  settle(p, reversed(p->inbox.exchange(closed_mark, std::memory_order_acq_rel)));
   p->queue.clear();
 
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.

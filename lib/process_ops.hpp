@@ -23,8 +23,19 @@ bool deliver(runtime_core& rt, pid to, message_node* n) noexcept;
 
 // -- owner side -------------------------------------------------------------------------------
 
+/// How far drain goes when it meets an exit signal that would end the process.
+enum class drain_mode {
+  all,         ///< act on everything (the process is at a suspension point)
+  until_kill,  ///< stop before such a signal and keep it, and all after it, for the next drain
+};
+
 /// Moves arrived messages to the queue in order and acts on signals. May set p->exiting.
-void drain(proc* p);
+///
+/// A receive drains with until_kill: the messages that arrived before a killing exit signal are
+/// delivered first (per-pair order), so a receive they satisfy completes, and the process dies
+/// at its next suspension point. This is what makes a non-trapping starter die *after*
+/// start_link has returned the {error, R} its child acked (SEMANTICS §4.1 rule 3).
+void drain(proc* p, drain_mode mode = drain_mode::all);
 /// Parks p in its current receive unless something arrived. True when parked: from then on
 /// another thread may own p.
 inline bool try_block(proc* p) noexcept {

@@ -28,7 +28,7 @@ void disarm_timer(proc* p) noexcept {
 // completed (p is ready to resume); false when p exited or parked again.
 bool retry_receive(proc* p) {
   for (;;) {
-    drain(p);
+    drain(p, drain_mode::until_kill);
     if (p->exiting) {
       exit_process(p, p->reason);
       return false;
@@ -44,6 +44,12 @@ bool retry_receive(proc* p) {
     if (!done && p->timeout_fired) {
       op->timed_out = true;
       done = true;
+    }
+    if (!done && p->deferred != nullptr) {
+      // Nothing that came before the killing signal completes the receive: die now.
+      drain(p);
+      exit_process(p, p->reason);
+      return false;
     }
     if (done) {
       disarm_timer(p);
@@ -142,12 +148,16 @@ void run_process(worker& w, proc* p) {
 }
 
 bool receive_begin(proc* p, receive_op& op) {
-  drain(p);
+  drain(p, drain_mode::until_kill);
   if (p->exiting) return false;
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
   const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
   if (op.has_timeout && !poll) op.deadline = clock::now() + op.timeout;
   bool done = op.scan(p->queue);
+  if (!done && p->deferred != nullptr) {
+    drain(p);  // the killing signal applies: suspend, and the scheduler ends the process
+    return false;
+  }
   if (!done && poll) {
     op.timed_out = true;
     done = true;

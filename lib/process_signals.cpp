@@ -79,6 +79,14 @@ bool handle_signal(proc* p, message_node* n) {
       p->queue.push_back(n);
       return true;
     }
+    case signal_kind::reply: {
+      // Accepted only while the call's monitor is held (OTP's alias): a late reply is dropped.
+      const auto* ext = static_cast<const reply_ext*>(n->type->ext);
+      if (p->exiting || !p->monitors.contains(ext->tag(n))) return false;
+      n->type = ext->message_form;
+      p->queue.push_back(n);
+      return true;
+    }
     case signal_kind::timeout:
       if (p->timer_armed && payload<timeout_signal>(n).seq == p->receive_seq) {
         p->timer_armed = false;
@@ -122,10 +130,25 @@ void self_deliver(proc* p, message_node* n) noexcept {
   push(p, n);
 }
 
-void drain(proc* p) {
-  if (p->inbox.load(std::memory_order_relaxed) == nullptr) return;
-  message_node* chain = p->inbox.exchange(nullptr, std::memory_order_acquire);
-  // The stack holds the newest first: reverse it into arrival order.
+namespace {
+
+// Would acting on this exit signal end the process? (Mirrors handle_exit_signal.)
+bool kills(proc* p, message_node* n) {
+  if (kind_of(n) != signal_kind::exit || p->exiting) return false;
+  const auto& sig = payload<exit_signal>(n);
+  if (sig.via_link && !p->links.contains(sig.from.serial())) return false;
+  const auto k = sig.reason.which();
+  if (!sig.via_link && k == exit_reason::kind::kill) return true;
+  if (p->trap) return false;
+  if (k == exit_reason::kind::normal) return !sig.via_link && sig.from == p->id();
+  return true;
+}
+
+// Takes the inbox (newest first) and returns it in arrival order, after any deferred chain.
+message_node* take_arrivals(proc* p) {
+  message_node* chain = nullptr;
+  if (p->inbox.load(std::memory_order_relaxed) != nullptr)
+    chain = p->inbox.exchange(nullptr, std::memory_order_acquire);
   message_node* first = nullptr;
   while (chain != nullptr) {
     message_node* next = chain->next;
@@ -133,11 +156,31 @@ void drain(proc* p) {
     first = chain;
     chain = next;
   }
+  if (p->deferred == nullptr) return first;
+  message_node* head = std::exchange(p->deferred, nullptr);
+  message_node* last = head;
+  while (last->next != nullptr) last = last->next;
+  last->next = first;
+  return head;
+}
+
+}  // namespace
+
+void drain(proc* p, drain_mode mode) {
+  if (p->deferred == nullptr && p->inbox.load(std::memory_order_relaxed) == nullptr) return;
+  message_node* first = take_arrivals(p);
   // Consecutive messages are appended as one chain; a signal flushes the chain first so any
   // message the signal produces (EXIT, DOWN) keeps its place in arrival order.
   message_node* run_first = nullptr;
   message_node* run_last = nullptr;
   std::size_t run_count = 0;
+  auto flush_run = [&] {
+    if (run_first != nullptr) {
+      p->queue.append(run_first, run_last, run_count);
+      run_first = run_last = nullptr;
+      run_count = 0;
+    }
+  };
   for (message_node* n = first; n != nullptr;) {
     message_node* next = n->next;
     if (n->type->kind == node_kind::message) {
@@ -152,10 +195,10 @@ void drain(proc* p) {
         ++run_count;
       }
     } else {
-      if (run_first != nullptr) {
-        p->queue.append(run_first, run_last, run_count);
-        run_first = run_last = nullptr;
-        run_count = 0;
+      flush_run();
+      if (mode == drain_mode::until_kill && kills(p, n)) {
+        p->deferred = n;  // n and everything after it, still linked in order
+        return;
       }
       bool kept = false;
       try {
@@ -169,7 +212,7 @@ void drain(proc* p) {
     }
     n = next;
   }
-  if (run_first != nullptr) p->queue.append(run_first, run_last, run_count);
+  flush_run();
 }
 
 void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept {

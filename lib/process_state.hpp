@@ -94,11 +94,13 @@ struct proc {
   bool timer_armed = false;
   bool timeout_fired = false;
   bool external = false;
+  ack_wait ack_mode = ack_wait::scan;
   int reductions = 0;
   std::uint32_t receive_seq = 0;
   receive_op* op = nullptr;
   std::coroutine_handle<> resume_point;
   message_queue queue;
+  message_node* deferred = nullptr;  ///< signals held back by drain(until_kill), in order
   flat_map<monitor_entry> monitors;  ///< this process's monitors on others, by ref
   flat_map<empty_value> links;       ///< linked pids
   std::coroutine_handle<task_promise<void>> body;

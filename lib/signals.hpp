@@ -7,6 +7,7 @@
 #include <typeinfo>
 
 #include <beamlet/detail/message.hpp>
+#include <beamlet/detail/reply.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/system_messages.hpp>
@@ -14,7 +15,8 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-enum class signal_kind : std::uint8_t { none = 0, link, unlink, exit, down, timeout };
+enum class signal_kind : std::uint8_t { none = 0, link, unlink, exit, down, timeout, reply };
+static_assert(static_cast<std::uint8_t>(signal_kind::reply) == reply_signal);
 
 struct link_signal {
   pid from;

@@ -4,10 +4,13 @@
 #include <beamlet/config.hpp>
 #include <beamlet/error.hpp>
 #include <beamlet/exit_reason.hpp>
+#include <beamlet/gen_server.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>
+#include <beamlet/proc_lib.hpp>
 #include <beamlet/process.hpp>
 #include <beamlet/receive.hpp>
 #include <beamlet/runtime.hpp>
+#include <beamlet/start_result.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>

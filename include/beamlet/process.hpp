@@ -47,6 +47,21 @@ struct spawn_result {
   beamlet::ref monitor;
 };
 
+/// Options of spawn_opt: link and/or monitor the child atomically with its creation.
+struct spawn_options {
+  bool link = false;
+  bool monitor = false;
+  bool marked = false;  ///< with monitor: the monitor ref carries a receive marker
+};
+
+/// How a process waits for a child's init acknowledgement in proc_lib-style starts (see
+/// beamlet/proc_lib.hpp). A process flag, like trap_exit: a supervisor sets it once and every
+/// start function it runs follows it.
+enum class ack_wait : std::uint8_t {
+  scan,    ///< keyed on the child's pid, as OTP 25-27: examines the whole mailbox
+  marker,  ///< keyed on a fresh marked ref: skips the backlog (erlang/otp PR #11633)
+};
+
 /// Tag for demonitor: also remove a DOWN for this monitor that is already queued.
 struct flush_t {
   explicit constexpr flush_t() = default;
@@ -55,7 +70,7 @@ inline constexpr flush_t flush{};
 
 namespace detail {
 template <class F>
-pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_flags flags, ref* monitor_ref);
+pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, ref* monitor_ref);
 }  // namespace detail
 
 /// The operations shared by coroutine processes and outside-thread mailboxes.
@@ -117,6 +132,14 @@ class basic_process {
                                &r.monitor);
     return r;
   }
+  /// spawn with any combination of link and monitor (erlang:spawn_opt). `monitor` in the result
+  /// is set only when opts.monitor is.
+  template <class F>
+  spawn_result spawn_opt(F&& body, spawn_options opts) {
+    spawn_result r;
+    r.pid = detail::spawn_body(*rt_, p_, std::forward<F>(body), opts, &r.monitor);
+    return r;
+  }
 
   // -- links and exit signals (SEMANTICS §2) -----------------------------------------------------
 
@@ -134,6 +157,10 @@ class basic_process {
   /// previous value.
   bool trap_exit(bool on) noexcept;
   bool trap_exit() const noexcept;
+
+  /// The ack wait used by proc_lib-style starts this process makes. Returns the previous value.
+  ack_wait set_ack_wait(ack_wait mode) noexcept;
+  ack_wait get_ack_wait() const noexcept;
 
   // -- monitors (SEMANTICS §3) ------------------------------------------------------------------
 
@@ -174,6 +201,7 @@ class basic_process {
 
  protected:
   friend struct detail::proc;
+  friend detail::runtime_core* detail::runtime_of(const basic_process& p) noexcept;
   basic_process(detail::proc* p, detail::runtime_core* rt, pid self) noexcept
       : p_(p), rt_(rt), self_(self) {}
   ~basic_process() = default;
@@ -259,7 +287,7 @@ class process final : public basic_process {
 namespace detail {
 
 template <class F>
-pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_flags flags, ref* monitor_ref) {
+pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, ref* monitor_ref) {
   using Fn = std::decay_t<F>;
   static_assert(std::is_invocable_r_v<task<>, Fn&, process&>,
                 "a process body must be callable as task<>(beamlet::process&)");

@@ -83,6 +83,12 @@ class any_message {
   /// Demangled C++ type name of the message.
   std::string type_name() const;
 
+  /// The message's type descriptor and node, for protocol code (gen_server); not for users.
+  const detail::type_descriptor* descriptor() const noexcept {
+    return node_ != nullptr ? node_->type : nullptr;
+  }
+  detail::message_node* native_handle() const noexcept { return node_; }
+
  private:
   void reset() noexcept {
     if (node_ != nullptr) detail::destroy_node(std::exchange(node_, nullptr));

@@ -93,6 +93,4 @@ inline task<> park_forever(process& self) {
   for (;;) co_await self.receive(on_any());
 }
 
-struct stop {};
-
 }  // namespace beamlet::test

@@ -23,6 +23,8 @@
 BEAMLET_BEGIN_NAMESPACE
 
 class process;
+class basic_process;
+struct spawn_options;
 
 namespace detail {
 
@@ -39,13 +41,11 @@ std::error_code send_node_named(runtime_core& rt, std::string_view name, message
 /// Starts a timer that delivers `n` to `to` after `delay`; returns its reference.
 ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration delay);
 
-// -- spawning ------------------------------------------------------------------------------------
+/// The pid registered under `name`, or the null pid.
+pid whereis_in(runtime_core& rt, std::string_view name);
+std::error_code unregister_in(runtime_core& rt, std::string_view name);
 
-struct spawn_flags {
-  bool link = false;
-  bool monitor = false;
-  bool marked = false;  ///< monitor ref gets a receive marker
-};
+// -- spawning ------------------------------------------------------------------------------------
 
 /// Reserves a process with room for a body of the given size. Throws system_limit_error when the
 /// runtime is full or shutting down, std::bad_alloc when out of memory.
@@ -56,7 +56,7 @@ process& process_of(proc* p) noexcept;
 /// Releases a process that was allocated but never started (its body threw).
 void discard_proc(proc* p) noexcept;
 /// Publishes the process and makes it runnable. `parent` is null for a spawn from outside.
-pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, spawn_flags flags,
+pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const spawn_options& flags,
                proc* parent, ref* monitor_ref) noexcept;
 
 // -- receive (owner only) ------------------------------------------------------------------------
@@ -79,6 +79,8 @@ void close_external(proc* p) noexcept;
 void receive_blocking(proc* p, receive_op& op);
 
 void yield_suspend(proc* p, std::coroutine_handle<> h) noexcept;
+/// The runtime a process (or mailbox) belongs to.
+runtime_core* runtime_of(const basic_process& p) noexcept;
 void exit_suspend(proc* p, std::coroutine_handle<> h, const exit_reason& reason) noexcept;
 
 }  // namespace detail

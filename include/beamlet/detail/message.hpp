@@ -29,7 +29,8 @@ struct type_descriptor {
   void (*destroy)(message_node*) noexcept;  ///< runs the payload destructor and frees the node
   const std::type_info* type;               ///< for diagnostics (any_message::type_name)
   node_kind kind;
-  std::uint8_t signal;  ///< which signal, for kind == signal
+  std::uint8_t signal;        ///< which signal, for kind == signal
+  const void* ext = nullptr;  ///< protocol data for envelopes and replies (gen_server)
 };
 
 struct message_node {

@@ -1,0 +1,221 @@
+// beamlet/proc_lib.hpp: the synchronous start protocol (OTP proc_lib, SEMANTICS §5).
+//
+// A starter spawns a child and blocks in a selective receive until the child reports how its
+// initialisation went (`starter::ack`, proc_lib:init_ack). Every gen_server, and so every
+// supervisor child start, goes through it. How the starter waits is selectable, per call or as a
+// process flag (`set_ack_wait`):
+//
+//  * ack_wait::scan   - the receive is keyed on the child's pid, as in OTP 25-27. It cannot skip
+//                       anything, so it examines the starter's whole mailbox once, then each new
+//                       arrival. A supervisor with N queued requests pays O(N) per child start:
+//                       the outage (SEMANTICS §1.3 rules 19-20).
+//  * ack_wait::marker - the receive is keyed on a ref made (with a receive marker) just before
+//                       the spawn, as erlang/otp PR #11633 proposes: O(1) whatever the backlog.
+//
+// Both modes give identical observable results (return values, and what is left in the
+// mailbox); only the cost differs. Results follow OTP 25 (§5.3-5.5):
+//  * the child acks R: returns R unchanged;
+//  * start_link, the child exits before acking: a trapping starter gets {error, Reason} (the EXIT
+//    is consumed); a non-trapping one is killed by the link if the reason is abnormal, and waits
+//    for the timeout if it is `normal`;
+//  * start (monitor, no link), the child exits before acking: {error, Reason};
+//  * timeout: the child is unlinked and killed, its EXIT (if any) flushed, {error, timeout}.
+// The default timeout is infinity, as in OTP.
+//
+// Thread-safety: called from the starting process itself (or the thread owning a mailbox).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include <beamlet/config.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/mailbox.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/receive.hpp>
+#include <beamlet/start_result.hpp>
+#include <beamlet/system_messages.hpp>
+#include <beamlet/task.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+/// {ack, Pid, Ret}: the message a child sends to its starter. `tag` is set in marker mode.
+struct init_ack_message {
+  pid from;
+  ref tag;
+  start_result result;
+};
+
+/// Handed to a child started through proc_lib: how to acknowledge its initialisation.
+class starter {
+ public:
+  starter() noexcept = default;
+  starter(pid parent, ref tag) noexcept : parent_(parent), tag_(tag) {}
+
+  /// The process that started this one (proc_lib's first ancestor).
+  pid parent() const noexcept { return parent_; }
+  /// proc_lib:init_ack(Ret). Call exactly once; a second ack is an ordinary message to the
+  /// parent (§5 rule 8).
+  void ack(basic_process& self, start_result result) const {
+    self.send(parent_, init_ack_message{self.self(), tag_, std::move(result)});
+  }
+
+ private:
+  pid parent_;
+  ref tag_;
+};
+
+struct start_options {
+  /// How long to wait for the ack; nullopt is infinity (OTP's default).
+  std::optional<std::chrono::milliseconds> timeout{};
+  /// How to wait; nullopt uses the starting process's ack_wait flag.
+  std::optional<ack_wait> wait{};
+};
+
+namespace detail {
+
+inline after_clause<> start_timeout(const start_options& o) {
+  return o.timeout ? after(*o.timeout) : after(infinity);
+}
+
+template <class Fn>
+auto child_body(Fn fn, starter st) {
+  return [fn = std::move(fn), st](process& c) mutable -> task<> { co_await fn(c, st); };
+}
+
+template <class F>
+void check_child_body() {
+  static_assert(std::is_invocable_r_v<task<>, std::decay_t<F>&, process&, const starter&>,
+                "a proc_lib child body must be callable as task<>(process&, const starter&)");
+}
+
+inline auto ack_from(pid child) {
+  return on<init_ack_message>().when(
+      [child](const init_ack_message& a) { return a.from == child && !a.tag; });
+}
+inline auto ack_tagged(ref tag) {
+  return on<init_ack_message>().when([tag](const init_ack_message& a) { return a.tag == tag; });
+}
+inline auto exit_from(pid child) {
+  return on<exit_message>().when([child](const exit_message& e) { return e.from == child; });
+}
+inline auto down_of(ref mref) {
+  return on<down>().when([mref](const down& d) { return d.ref == mref; });
+}
+
+}  // namespace detail
+
+/// proc_lib:start_link: spawns `body(child, starter)` linked to `self` and waits for its ack.
+template <class F>
+task<start_result> start_link(process& self, F&& body, start_options opts = {}) {
+  detail::check_child_body<F>();
+  using Fn = std::decay_t<F>;
+  Fn fn(std::forward<F>(body));
+  if (opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan) {
+    // OTP 25 sync_start_link/2: {ack, Pid, Ret} or {'EXIT', Pid, Reason}, keyed on the pid.
+    const pid child =
+        self.spawn_link(detail::child_body(std::move(fn), starter(self.self(), ref())));
+    auto m = co_await self.receive(detail::ack_from(child), detail::exit_from(child),
+                                   detail::start_timeout(opts));
+    if (auto* a = m.template get_if<init_ack_message>()) co_return std::move(a->result);
+    if (auto* e = m.template get_if<exit_message>()) co_return start_result::error(e->reason);
+    self.unlink(child);
+    self.exit(child, exit_reason::kill());
+    co_await self.receive(detail::exit_from(child), after(std::chrono::milliseconds(0)));
+    co_return start_result::error(exit_reason::error("timeout"));
+  }
+  // Marker mode: every clause is about messages created after the marker, so the receive skips
+  // the backlog. The tag is made first so the child can carry it.
+  const ref tag = self.make_ref(marked);
+  const spawn_result sr =
+      self.spawn_opt(detail::child_body(std::move(fn), starter(self.self(), tag)),
+                     {.link = true, .monitor = true});
+  const auto deadline =
+      opts.timeout ? std::optional(std::chrono::steady_clock::now() + *opts.timeout) : std::nullopt;
+  auto m = co_await self.receive(since(tag), detail::ack_tagged(tag), detail::down_of(sr.monitor),
+                                 detail::start_timeout(opts));
+  if (auto* a = m.template get_if<init_ack_message>()) {
+    self.demonitor(sr.monitor, flush);
+    co_return std::move(a->result);
+  }
+  if (auto* d = m.template get_if<down>()) {
+    if (self.trap_exit()) {
+      // The EXIT came before the DOWN; a pid-keyed receive would have consumed it.
+      co_await self.receive(detail::exit_from(sr.pid), after(std::chrono::milliseconds(0)));
+      co_return start_result::error(d->reason);
+    }
+    if (!d->reason.is_normal())
+      co_return start_result::error(d->reason);  // cannot happen: the
+                                                 // link killed us
+    // Not trapping, child ended `normal` before acking: OTP 25 hears nothing and waits for the
+    // timeout (§5 rule 4). So do we.
+    if (!deadline) {
+      for (;;) co_await self.receive(since(tag), detail::ack_tagged(tag));
+    }
+    const auto left = std::max(std::chrono::steady_clock::duration::zero(),
+                               *deadline - std::chrono::steady_clock::now());
+    co_await self.receive(since(tag), detail::ack_tagged(tag), after(left));
+  } else {
+    self.demonitor(sr.monitor, flush);
+  }
+  self.unlink(sr.pid);
+  self.exit(sr.pid, exit_reason::kill());
+  co_await self.receive(detail::exit_from(sr.pid), after(std::chrono::milliseconds(0)));
+  co_return start_result::error(exit_reason::error("timeout"));
+}
+
+/// proc_lib:start: spawns `body(child, starter)` monitored (not linked) and waits for its ack.
+template <class F>
+task<start_result> start(process& self, F&& body, start_options opts = {}) {
+  detail::check_child_body<F>();
+  using Fn = std::decay_t<F>;
+  Fn fn(std::forward<F>(body));
+  const bool scan = opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan;
+  // OTP 25 sync_start/2 waits on {ack, Pid, Ret} (pid-keyed) or {'DOWN', Ref, ...}: no marker.
+  const ref tag = scan ? ref() : self.make_ref(marked);
+  const spawn_result sr = self.spawn_opt(
+      detail::child_body(std::move(fn), starter(self.self(), tag)), {.monitor = true});
+  auto done = [&](auto&& m) -> std::optional<start_result> {
+    if (auto* a = m.template get_if<init_ack_message>()) {
+      self.demonitor(sr.monitor, flush);
+      return std::move(a->result);
+    }
+    if (auto* d = m.template get_if<down>()) return start_result::error(d->reason);
+    return std::nullopt;
+  };
+  std::optional<start_result> r;
+  if (scan) {
+    r = done(co_await self.receive(detail::ack_from(sr.pid), detail::down_of(sr.monitor),
+                                   detail::start_timeout(opts)));
+  } else {
+    r = done(co_await self.receive(since(tag), detail::ack_tagged(tag), detail::down_of(sr.monitor),
+                                   detail::start_timeout(opts)));
+  }
+  if (r) co_return std::move(*r);
+  self.exit(sr.pid, exit_reason::kill());
+  self.demonitor(sr.monitor, flush);
+  co_return start_result::error(exit_reason::error("timeout"));
+}
+
+/// start_link from an outside thread: blocks the thread that owns `me`.
+template <class F>
+start_result start_link(mailbox& me, F&& body, start_options opts = {}) {
+  detail::check_child_body<F>();
+  using Fn = std::decay_t<F>;
+  Fn fn(std::forward<F>(body));
+  // A thread has no backlog worth skipping: always pid-keyed, as OTP's shell would be.
+  const pid child = me.spawn_link(detail::child_body(std::move(fn), starter(me.self(), ref())));
+  auto m =
+      me.receive(detail::ack_from(child), detail::exit_from(child), detail::start_timeout(opts));
+  if (auto* a = m.template get_if<init_ack_message>()) return std::move(a->result);
+  if (auto* e = m.template get_if<exit_message>()) return start_result::error(e->reason);
+  me.unlink(child);
+  me.exit(child, exit_reason::kill());
+  (void)me.receive(detail::exit_from(child), after(std::chrono::milliseconds(0)));
+  return start_result::error(exit_reason::error("timeout"));
+}
+
+BEAMLET_END_NAMESPACE
