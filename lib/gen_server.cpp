@@ -8,16 +8,18 @@
 #include <memory>
 #include <ostream>
 
+#include "term.hpp"
+
 BEAMLET_BEGIN_NAMESPACE
 
 std::string start_result::to_string() const {
   switch (kind_) {
     case kind::ok:
-      return has_info_ ? "{ok," + pid_.to_string() + ",Info}" : "{ok," + pid_.to_string() + "}";
+      return detail::concat({"{ok,", pid_.to_string(), has_info_ ? ",Info}" : "}"});
     case kind::ignore:
       return "ignore";
     case kind::error:
-      return "{error," + reason_.to_string() + "}";
+      return detail::concat({"{error,", reason_.to_string(), "}"});
   }
   return "?";
 }
@@ -40,18 +42,14 @@ std::string demangle(const char* name) {
 call_error make_call_error(call_error::kind k, exit_reason reason, const std::string& server,
                            const char* request, std::optional<std::chrono::milliseconds> t) {
   // Erlang wraps the reason as {Reason, {gen_server, call, [Server, Request, Timeout]}}.
-  // (Built with append: GCC 12 warns falsely (-Wrestrict) on long chains of operator+.)
-  std::string term = "{";
-  term.append(reason.to_string()).append(",{gen_server,call,[").append(server).append(",");
-  term.append(demangle(request)).append(",");
-  term.append(t ? std::to_string(t->count()) : std::string("infinity")).append("]}}");
+  const std::string timeout = t ? std::to_string(t->count()) : std::string("infinity");
+  std::string term = concat({"{", reason.to_string(), ",{gen_server,call,[", server, ",",
+                             demangle(request), ",", timeout, "]}}"});
   return call_error(k, std::move(reason), exit_reason::error(std::move(term)));
 }
 
 std::string already_started(pid holder) {
-  std::string term = "{already_started,";
-  term.append(holder.to_string()).append("}");
-  return term;
+  return concat({"{already_started,", holder.to_string(), "}"});
 }
 
 }  // namespace detail

@@ -353,6 +353,12 @@ std::error_code basic_process::register_name(std::string_view name) {
   return rt_->names.register_name(name, p_);
 }
 
+bool basic_process::is_alive(pid p) const noexcept {
+  pin guard(*rt_);
+  detail::proc* q = rt_->table.lookup(p);
+  return q != nullptr && q->inbox.load(std::memory_order_acquire) != detail::closed_mark;
+}
+
 std::size_t basic_process::message_queue_len() noexcept {
   try {
     detail::drain(p_);

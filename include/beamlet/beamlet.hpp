@@ -1,9 +1,11 @@
 // beamlet/beamlet.hpp: convenience header including the whole public API.
 #pragma once
 
+#include <beamlet/child_spec.hpp>
 #include <beamlet/config.hpp>
 #include <beamlet/error.hpp>
 #include <beamlet/exit_reason.hpp>
+#include <beamlet/expected.hpp>
 #include <beamlet/gen_server.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>
@@ -12,5 +14,6 @@
 #include <beamlet/receive.hpp>
 #include <beamlet/runtime.hpp>
 #include <beamlet/start_result.hpp>
+#include <beamlet/supervisor.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>

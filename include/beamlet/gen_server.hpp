@@ -595,13 +595,16 @@ task<> call_terminate(S& server, const exit_reason& reason) {
   co_return;
 }
 
+// The message moves into the callback: a coroutine callback runs after this returns.
 template <class S>
 dispatched dispatch_plain(S& server, any_message m, bool continuation) {
   auto convert = [](auto&&... v) { return plain_outcome(std::forward<decltype(v)>(v)...); };
   if (continuation) {
     if constexpr (has_continue<S>) {
       return run_callback(
-          [&server, &m]() -> decltype(auto) { return server.handle_continue(std::move(m)); },
+          [&server, m = std::move(m)]() mutable -> decltype(auto) {
+            return server.handle_continue(std::move(m));
+          },
           convert);
     } else {
       outcome o;
@@ -612,7 +615,10 @@ dispatched dispatch_plain(S& server, any_message m, bool continuation) {
   }
   if constexpr (has_info<S>) {
     return run_callback(
-        [&server, &m]() -> decltype(auto) { return server.handle_info(std::move(m)); }, convert);
+        [&server, m = std::move(m)]() mutable -> decltype(auto) {
+          return server.handle_info(std::move(m));
+        },
+        convert);
   } else {
     // OTP 25 logs and drops an info message a server does not handle (§4.3 rule 12).
     return {outcome{}, std::nullopt, {}};

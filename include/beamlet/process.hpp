@@ -190,6 +190,9 @@ class basic_process {
 
   // -- introspection -----------------------------------------------------------------------------
 
+  /// erlang:is_process_alive/1.
+  bool is_alive(pid p) const noexcept;
+
   /// Messages queued in this process's mailbox (after taking in every message that arrived).
   std::size_t message_queue_len() noexcept;
   /// The processes this one monitors, one entry per active monitor (process_info(self(),

@@ -457,6 +457,48 @@ TEST(GenServer, CoroutineHandlerCallsAnotherServer) {
   EXPECT_EQ(v, 42);
 }
 
+namespace {
+// Coroutine handle_info / handle_continue that read their message after a suspension point.
+struct tagged {
+  std::string text;
+};
+class async_info : public gen_server<async_info> {
+ public:
+  explicit async_info(journal* j) : j_(j) {}
+  gen::init_result init() { return gen::ok().then(tagged{"from init"}); }
+  task<> handle_continue(any_message m) {
+    co_await self().yield();
+    j_->add("continue " + m.get_if<tagged>()->text);
+  }
+  task<gen::action> handle_info(any_message m) {
+    co_await self().yield();  // the message must outlive the dispatch that started this
+    if (auto* t = m.get_if<tagged>()) {
+      j_->add("info " + t->text);
+      if (t->text == "last") co_return gen::stop(exit_reason::normal());
+    }
+    co_return gen::noreply();
+  }
+
+ private:
+  journal* j_;
+};
+}  // namespace
+
+TEST(GenServer, CoroutineInfoAndContinueOwnTheirMessage) {
+  journal j;
+  runtime rt;
+  run_process(rt, [&](process& self) -> task<> {
+    const start_result r = co_await async_info::start_link(self, {}, &j);
+    const ref mon = self.monitor(r.pid());
+    self.send(r.pid(), tagged{std::string(100, 'x')});  // heap-allocated text
+    self.send(r.pid(), tagged{"last"});
+    auto d = co_await self.receive(on<down>(), after(10s));
+    EXPECT_TRUE(d && d.get<down>().ref == mon && d.get<down>().reason.is_normal());
+  });
+  EXPECT_EQ(j.get(), (std::vector<std::string>{"continue from init",
+                                               "info " + std::string(100, 'x'), "info last"}));
+}
+
 // Outside threads: start, call, cast, stop through a mailbox.
 TEST(GenServer, FromOutsideThread) {
   runtime rt;

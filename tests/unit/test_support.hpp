@@ -21,6 +21,22 @@ inline constexpr int stress_divisor = 20;
 inline constexpr int stress_divisor = 1;
 #endif
 
+// gtest's ASSERT_* `return`, which a coroutine cannot; these record the failure and end the
+// coroutine (a task<> body) instead.
+#define CO_ASSERT_TRUE(cond)                        \
+  do {                                              \
+    if (!(cond)) {                                  \
+      ADD_FAILURE() << "CO_ASSERT_TRUE(" #cond ")"; \
+      co_return;                                    \
+    }                                               \
+  } while (false)
+#define CO_ASSERT_FALSE(cond) CO_ASSERT_TRUE(!(cond))
+#define CO_ASSERT_EQ(a, b)        \
+  do {                            \
+    EXPECT_EQ(a, b);              \
+    if (!((a) == (b))) co_return; \
+  } while (false)
+
 /// A process spawned with a monitor held by the test thread, so its exit reason can be read
 /// even if it ends before anyone asks (a later rt.wait() would only see `noproc`).
 /// Converts to its pid. Must be destroyed before the runtime (declare it after).

@@ -1,0 +1,60 @@
+// What the static supervisor and DynamicSupervisor share: starting a child, stopping one the
+// OTP way, and the restart-intensity window.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include <beamlet/child_spec.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/start_result.hpp>
+#include <beamlet/supervisor.hpp>
+#include <beamlet/task.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+/// How an exception thrown by a start function is reported.
+enum class start_failure_style {
+  supervisor,  ///< OTP supervisor: {'EXIT', Reason}
+  dynamic,     ///< Elixir DynamicSupervisor: the exception's reason itself
+};
+
+/// Runs a child's start function inside the supervisor process `self`.
+task<start_result> start_child_process(process& self, const child_spec& spec,
+                                       start_failure_style style);
+
+/// Stops one child as OTP's supervisor:shutdown/2 does (SEMANTICS §6.2 rule 5): monitor, unlink,
+/// take an EXIT that is already queued, else signal (kill for brutal_kill, shutdown otherwise),
+/// wait up to the shutdown time for the DOWN, kill and wait again on timeout. Returns the
+/// child's exit reason.
+task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec);
+
+/// The restart intensity window: timestamps in whole monotonic seconds, inclusive, shared by
+/// all children (SEMANTICS §6.3 rule 7).
+class restart_window {
+ public:
+  restart_window() = default;
+  restart_window(int intensity, int period) : intensity_(intensity), period_(period) {}
+  /// Records a restart attempt; false when it exceeds the intensity.
+  bool add();
+
+ private:
+  int intensity_ = 3;
+  int period_ = 5;
+  std::deque<std::int64_t> stamps_;
+};
+
+/// The first invalid flag, rendered as OTP does ({invalid_intensity,-1}), if any.
+std::optional<std::string> check_flags(const supervisor_flags& f);
+
+/// {shutdown, {failed_to_start_child, Id, Reason}}
+exit_reason failed_to_start(const std::string& id, const exit_reason& reason);
+
+bool is_alive_in(runtime_core& rt, pid p) noexcept;
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

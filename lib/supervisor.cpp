@@ -1,0 +1,457 @@
+// The static supervisor (SEMANTICS §6), implemented as a gen_server like OTP's.
+#include <beamlet/supervisor.hpp>
+
+#include <algorithm>
+#include <deque>
+
+#include "supervision.hpp"
+#include "term.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+// -- requests ------------------------------------------------------------------------------------
+
+struct start_child_req {
+  child_spec spec;
+  using reply_type = sup_result<start_result>;
+};
+struct terminate_child_req {
+  std::string id;
+  using reply_type = sup_result<void>;
+};
+struct restart_child_req {
+  std::string id;
+  using reply_type = sup_result<start_result>;
+};
+struct delete_child_req {
+  std::string id;
+  using reply_type = sup_result<void>;
+};
+struct which_children_req {
+  using reply_type = std::vector<child_info>;
+};
+struct count_children_req {
+  using reply_type = child_counts;
+};
+struct get_childspec_req {
+  std::string id;
+  using reply_type = sup_result<child_spec>;
+};
+/// Cast to itself after a failed restart, so the retry runs behind queued messages (§6.3 r9).
+struct try_again_restart {
+  std::string id;
+};
+
+struct sup_child {
+  child_spec spec;
+  pid id;  // null: undefined
+  bool restarting = false;
+};
+
+}  // namespace
+
+class supervisor_server : public gen_server<supervisor_server> {
+ public:
+  supervisor_server(supervisor_init_fn init, ack_wait wait)
+      : init_fn_(std::move(init)), wait_(wait) {}
+
+  task<gen::init_result> init();
+
+  task<sup_result<start_result>> handle_call(const start_child_req& r,
+                                             from<sup_result<start_result>>);
+  task<sup_result<void>> handle_call(const terminate_child_req& r, from<sup_result<void>>);
+  task<sup_result<start_result>> handle_call(const restart_child_req& r,
+                                             from<sup_result<start_result>>);
+  sup_result<void> handle_call(const delete_child_req& r, from<sup_result<void>>);
+  std::vector<child_info> handle_call(const which_children_req&, from<std::vector<child_info>>);
+  child_counts handle_call(const count_children_req&, from<child_counts>);
+  sup_result<child_spec> handle_call(const get_childspec_req& r, from<sup_result<child_spec>>);
+
+  task<gen::action> handle_cast(const try_again_restart& r);
+  task<gen::action> handle_info(any_message m);
+  task<> terminate(const exit_reason& reason);
+
+ private:
+  using children_t = std::vector<sup_child>;
+
+  children_t::iterator find(const std::string& id) {
+    return std::find_if(children_.begin(), children_.end(),
+                        [&](const sup_child& c) { return c.spec.id == id; });
+  }
+  children_t::iterator find(pid p) {
+    return std::find_if(children_.begin(), children_.end(),
+                        [&](const sup_child& c) { return c.id == p; });
+  }
+
+  task<start_result> start_one(sup_child& c);
+  /// Restarts the group the strategy ties to child `id`. Returns a stop action when the
+  /// intensity is exceeded.
+  task<std::optional<gen::action>> restart(std::string id);
+  /// Stops children_[i] if it runs; a temporary child is dropped.
+  task<> stop_child(std::size_t i);
+  std::optional<gen::action> significant_exit(const sup_child& c);
+
+  supervisor_init_fn init_fn_;
+  ack_wait wait_;
+  supervisor_flags flags_;
+  children_t children_;
+  restart_window window_;
+};
+
+// -- init ----------------------------------------------------------------------------------------
+
+task<gen::init_result> supervisor_server::init() {
+  self().trap_exit(true);
+  self().set_ack_wait(wait_);
+  supervisor_init si = init_fn_();
+  if (si.is_ignore()) co_return gen::ignore();
+  if (!si.is_ok())
+    co_return gen::stop(exit_reason::error("{bad_return,{supervisor,init,undefined}}"));
+  if (auto e = check_flags(si.flags))
+    co_return gen::stop(exit_reason::error(concat({"{supervisor_data,", *e, "}"})));
+  if (auto e = check_childspecs(si.children))
+    co_return gen::stop(exit_reason::error(concat({"{start_spec,", e->to_string(), "}"})));
+  flags_ = si.flags;
+  window_ = restart_window(flags_.intensity, flags_.period);
+  // Children start one at a time, in list order (§6.2 rule 3).
+  for (child_spec& spec : si.children) {
+    children_.push_back(sup_child{std::move(spec), pid(), false});
+    sup_child& c = children_.back();
+    const start_result r = co_await start_one(c);
+    if (r.is_ok()) {
+      c.id = r.pid();
+    } else if (r.is_ignore()) {
+      if (c.spec.restart == restart_type::temporary) children_.pop_back();
+    } else {
+      // Rule 4: stop what was started, in reverse order, and fail with the child's reason.
+      const std::string id = c.spec.id;
+      children_.pop_back();
+      for (std::size_t i = children_.size(); i-- > 0;) co_await stop_child(i);
+      co_return gen::stop(failed_to_start(id, r.reason()));
+    }
+  }
+  co_return gen::ok();
+}
+
+task<start_result> supervisor_server::start_one(sup_child& c) {
+  co_return co_await start_child_process(self(), c.spec, start_failure_style::supervisor);
+}
+
+// -- restarts ------------------------------------------------------------------------------------
+
+std::optional<gen::action> supervisor_server::significant_exit(const sup_child& c) {
+  if (!c.spec.significant || flags_.shutdown_when == auto_shutdown::never) return std::nullopt;
+  if (flags_.shutdown_when == auto_shutdown::any_significant)
+    return gen::stop(exit_reason::shutdown());
+  for (const sup_child& o : children_)
+    if (&o != &c && o.spec.significant && o.id) return std::nullopt;
+  return gen::stop(exit_reason::shutdown());
+}
+
+task<gen::action> supervisor_server::handle_info(any_message m) {
+  auto* e = m.get_if<exit_message>();
+  if (e == nullptr) co_return gen::noreply();  // unexpected message: ignored (§6.4 rule 18)
+  auto it = find(e->from);
+  if (it == children_.end()) co_return gen::noreply();  // not a child: ignored (§6.3 rule 6)
+  const exit_reason reason = e->reason;
+  // §6.3 rule 6: the restart decision.
+  if (it->spec.restart == restart_type::temporary) {
+    std::optional<gen::action> a = significant_exit(*it);
+    children_.erase(it);
+    co_return a ? std::move(*a) : gen::noreply();
+  }
+  if (it->spec.restart == restart_type::transient && reason.is_clean()) {
+    it->id = pid();
+    std::optional<gen::action> a = significant_exit(*it);
+    co_return a ? std::move(*a) : gen::noreply();
+  }
+  it->id = pid();
+  std::optional<gen::action> a = co_await restart(it->spec.id);
+  co_return a ? std::move(*a) : gen::noreply();
+}
+
+task<gen::action> supervisor_server::handle_cast(const try_again_restart& r) {
+  auto it = find(r.id);
+  if (it == children_.end() || !it->restarting) co_return gen::noreply();
+  std::optional<gen::action> a = co_await restart(r.id);
+  co_return a ? std::move(*a) : gen::noreply();
+}
+
+task<std::optional<gen::action>> supervisor_server::restart(std::string failed_id) {
+  // Every attempt counts, retries included (§6.3 rule 7).
+  if (!window_.add()) {
+    // reached_max_restart_intensity: drop the child, stop the rest, exit shutdown.
+    children_.erase(find(failed_id));
+    co_return gen::stop(exit_reason::shutdown());
+  }
+  auto index_of = [&](const std::string& id) {
+    return static_cast<std::size_t>(find(id) - children_.begin());
+  };
+  const bool all = flags_.strategy == restart_strategy::one_for_all;
+  if (flags_.strategy != restart_strategy::one_for_one) {
+    // Stop the rest of the group in reverse start order; temporary members are dropped, not
+    // restarted, and use up no intensity (§6.3 rule 8, temporary_bystander).
+    const std::size_t first = all ? 0 : index_of(failed_id);
+    for (std::size_t i = children_.size(); i-- > first;) {
+      if (children_[i].spec.id == failed_id) continue;
+      co_await stop_child(i);
+    }
+  }
+  // Start the group in order. For one_for_one it is the child alone.
+  const std::size_t first = all ? 0 : index_of(failed_id);
+  const std::size_t last =
+      flags_.strategy == restart_strategy::one_for_one ? first + 1 : children_.size();
+  for (std::size_t i = first; i < last; ++i) {
+    const start_result r = co_await start_one(children_[i]);
+    sup_child& c = children_[i];
+    if (r.is_ok()) {
+      c.id = r.pid();
+      c.restarting = false;
+      continue;
+    }
+    if (r.is_ignore()) {
+      c.restarting = false;
+      continue;
+    }
+    // A failed restart: undo the siblings restarted so far, mark this one, and try again later
+    // behind the messages already queued (§6.3 rule 9).
+    const std::string id = c.spec.id;
+    for (std::size_t k = i; k-- > first;) co_await stop_child(k);
+    sup_child& failed = children_[index_of(id)];
+    failed.restarting = true;
+    cast(self(), server_ref<supervisor_server>(self().self()), try_again_restart{id});
+    co_return std::nullopt;
+  }
+  co_return std::nullopt;
+}
+
+task<> supervisor_server::stop_child(std::size_t i) {
+  sup_child& c = children_[i];
+  if (c.id) co_await shutdown_child(self(), c.id, c.spec);
+  c.id = pid();
+  if (c.spec.restart == restart_type::temporary)
+    children_.erase(children_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+task<> supervisor_server::terminate(const exit_reason&) {
+  // Children stop sequentially in reverse start order (§6.2 rule 5).
+  for (std::size_t i = children_.size(); i-- > 0;) {
+    sup_child& c = children_[i];
+    if (c.id) co_await shutdown_child(self(), c.id, c.spec);
+    c.id = pid();
+  }
+}
+
+// -- management API ------------------------------------------------------------------------------
+
+task<sup_result<start_result>> supervisor_server::handle_call(const start_child_req& r,
+                                                              from<sup_result<start_result>>) {
+  if (auto e = validate(r.spec))
+    co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, e});
+  if (auto it = find(r.spec.id); it != children_.end()) {
+    if (it->id)
+      co_return unexpected(sup_error{sup_errc::already_started, it->id, {}, std::nullopt});
+    co_return unexpected(sup_error{sup_errc::already_present, pid(), {}, std::nullopt});
+  }
+  children_.push_back(sup_child{r.spec, pid(), false});
+  const start_result s = co_await start_one(children_.back());
+  sup_child& c = children_.back();
+  if (s.is_ok()) {
+    c.id = s.pid();
+    co_return s;
+  }
+  if (s.is_ignore()) {
+    // {ok, undefined}: the spec stays, unless temporary (§6.4 rule 11).
+    if (c.spec.restart == restart_type::temporary) children_.pop_back();
+    co_return start_result::ignore();
+  }
+  children_.pop_back();  // a failed start discards the spec
+  co_return unexpected(sup_error{sup_errc::start_failed, pid(), s.reason(), std::nullopt});
+}
+
+task<sup_result<void>> supervisor_server::handle_call(const terminate_child_req& r,
+                                                      from<sup_result<void>>) {
+  auto it = find(r.id);
+  if (it == children_.end())
+    co_return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
+  if (it->id) co_await shutdown_child(self(), it->id, it->spec);
+  it = find(r.id);  // shutdown_child does not touch children_, but stay safe
+  if (it->spec.restart == restart_type::temporary) {
+    children_.erase(it);
+  } else {
+    it->id = pid();
+    it->restarting = false;
+  }
+  co_return sup_result<void>{};
+}
+
+task<sup_result<start_result>> supervisor_server::handle_call(const restart_child_req& r,
+                                                              from<sup_result<start_result>>) {
+  auto it = find(r.id);
+  if (it == children_.end())
+    co_return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
+  if (it->restarting)
+    co_return unexpected(sup_error{sup_errc::restarting, pid(), {}, std::nullopt});
+  if (it->id) co_return unexpected(sup_error{sup_errc::running, pid(), {}, std::nullopt});
+  const auto index = static_cast<std::size_t>(it - children_.begin());
+  const start_result s = co_await start_one(children_[index]);
+  if (s.is_ok()) {
+    children_[index].id = s.pid();
+    co_return s;
+  }
+  if (s.is_ignore()) co_return start_result::ignore();
+  // A failed restart_child keeps the spec (§6.4 rule 13).
+  co_return unexpected(sup_error{sup_errc::start_failed, pid(), s.reason(), std::nullopt});
+}
+
+sup_result<void> supervisor_server::handle_call(const delete_child_req& r, from<sup_result<void>>) {
+  auto it = find(r.id);
+  if (it == children_.end())
+    return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
+  if (it->restarting) return unexpected(sup_error{sup_errc::restarting, pid(), {}, std::nullopt});
+  if (it->id) return unexpected(sup_error{sup_errc::running, pid(), {}, std::nullopt});
+  children_.erase(it);
+  return {};
+}
+
+std::vector<child_info> supervisor_server::handle_call(const which_children_req&,
+                                                       from<std::vector<child_info>>) {
+  std::vector<child_info> out;
+  out.reserve(children_.size());
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) {  // newest first (rule 15)
+    const auto state = it->restarting ? child_info::state::restarting
+                       : it->id       ? child_info::state::running
+                                      : child_info::state::undefined;
+    out.push_back(child_info{it->spec.id, it->id, state, it->spec.type, it->spec.modules});
+  }
+  return out;
+}
+
+child_counts supervisor_server::handle_call(const count_children_req&, from<child_counts>) {
+  child_counts n;
+  for (const sup_child& c : children_) {
+    ++n.specs;
+    if (c.id && is_alive_in(*runtime_of(self()), c.id)) ++n.active;  // an is_process_alive check
+    if (c.spec.type == child_type::supervisor)
+      ++n.supervisors;
+    else
+      ++n.workers;
+  }
+  return n;
+}
+
+sup_result<child_spec> supervisor_server::handle_call(const get_childspec_req& r,
+                                                      from<sup_result<child_spec>>) {
+  auto it = find(r.id);
+  if (it == children_.end())
+    return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
+  return it->spec;
+}
+
+}  // namespace detail
+
+// -- public entry points -------------------------------------------------------------------------
+
+using detail::supervisor_server;
+
+task<start_result> supervisor::start_link(process& self, supervisor_options opts,
+                                          supervisor_init_fn init) {
+  server_options so{opts.name, opts.timeout, std::nullopt};
+  co_return co_await supervisor_server::start_link(self, so, std::move(init), opts.wait);
+}
+
+task<start_result> supervisor::start_link(process& self, supervisor_options opts,
+                                          supervisor_flags flags,
+                                          std::vector<child_spec> children) {
+  supervisor_init_fn init = [flags, children]() { return supervisor_init(flags, children); };
+  co_return co_await start_link(self, opts, std::move(init));
+}
+
+start_result supervisor::start_link(mailbox& me, supervisor_options opts, supervisor_init_fn init) {
+  return supervisor_server::start_link(me, server_options{opts.name, opts.timeout, std::nullopt},
+                                       std::move(init), opts.wait);
+}
+
+task<sup_result<start_result>> supervisor::start_child(process& self, supervisor_ref sup,
+                                                       child_spec spec) {
+  detail::start_child_req req{std::move(spec)};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup,
+                                                   std::string id) {
+  detail::terminate_child_req req{std::move(id)};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup, pid) {
+  // Resolve the supervisor anyway, so a dead one still fails with noproc like every call.
+  detail::count_children_req probe;
+  (void)co_await call(self, sup, probe, std::nullopt);
+  co_return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
+}
+
+task<sup_result<start_result>> supervisor::restart_child(process& self, supervisor_ref sup,
+                                                         std::string id) {
+  detail::restart_child_req req{std::move(id)};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<sup_result<void>> supervisor::delete_child(process& self, supervisor_ref sup, std::string id) {
+  detail::delete_child_req req{std::move(id)};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<std::vector<child_info>> supervisor::which_children(process& self, supervisor_ref sup) {
+  co_return co_await call(self, sup, detail::which_children_req{}, std::nullopt);
+}
+
+task<child_counts> supervisor::count_children(process& self, supervisor_ref sup) {
+  co_return co_await call(self, sup, detail::count_children_req{}, std::nullopt);
+}
+
+task<sup_result<child_spec>> supervisor::get_childspec(process& self, supervisor_ref sup,
+                                                       std::string id) {
+  detail::get_childspec_req req{std::move(id)};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason) {
+  co_await beamlet::stop(self, sup, std::move(reason));
+}
+
+sup_result<start_result> supervisor::start_child(mailbox& me, supervisor_ref sup, child_spec spec) {
+  detail::start_child_req req{std::move(spec)};
+  return call(me, sup, req, std::nullopt);
+}
+
+sup_result<void> supervisor::terminate_child(mailbox& me, supervisor_ref sup, std::string id) {
+  detail::terminate_child_req req{std::move(id)};
+  return call(me, sup, req, std::nullopt);
+}
+
+std::vector<child_info> supervisor::which_children(mailbox& me, supervisor_ref sup) {
+  return call(me, sup, detail::which_children_req{}, std::nullopt);
+}
+
+child_counts supervisor::count_children(mailbox& me, supervisor_ref sup) {
+  return call(me, sup, detail::count_children_req{}, std::nullopt);
+}
+
+void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason) {
+  beamlet::stop(me, sup, std::move(reason));
+}
+
+start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,
+                                supervisor_options opts) {
+  return [flags, children, name = std::string(opts.name), timeout = opts.timeout,
+          wait = opts.wait](process& sup) -> task<start_result> {
+    const supervisor_options o{name, timeout, wait};
+    co_return co_await supervisor::start_link(sup, o, flags, children);
+  };
+}
+
+BEAMLET_END_NAMESPACE
