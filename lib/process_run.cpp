@@ -79,7 +79,38 @@ exit_reason reason_of_finished(proc* p) {
 
 }  // namespace
 
+thread_local std::uintptr_t stack_floor = 0;
+
+namespace {
+thread_local proc* tls_running = nullptr;
+
+/// Marks the running process for the task-transfer stack bound (beamlet/task.hpp).
+class running_scope {
+ public:
+  explicit running_scope(proc* p) noexcept {
+    tls_running = p;
+    const auto base = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    stack_floor = base > stack_budget ? base - stack_budget : 0;
+  }
+  ~running_scope() {
+    tls_running = nullptr;
+    stack_floor = 0;
+  }
+  running_scope(const running_scope&) = delete;
+  running_scope& operator=(const running_scope&) = delete;
+};
+}  // namespace
+
+std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexcept {
+  proc* p = tls_running;
+  if (p == nullptr) return h;  // not in a process: nothing to yield to
+  p->resume_point = h;
+  p->suspend = suspend_kind::yield;
+  return std::noop_coroutine();
+}
+
 void run_process(worker& w, proc* p) {
+  const running_scope scope(p);
   p->reductions = p->rt()->options.reductions;
   if (p->state == run_state::waiting) {
     if (!retry_receive(p)) return;

@@ -10,6 +10,7 @@
 #include <beamlet/runtime.hpp>
 
 #include "epoch.hpp"
+#include "partition_table.hpp"
 #include "process_table.hpp"
 #include "registry.hpp"
 #include "scheduler.hpp"
@@ -44,6 +45,8 @@ class runtime_core {
   registry names;
   timer_service timers;
   scheduler sched;
+  /// Routing tables of partition supervisors.
+  partition_tables partitions;
 
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};

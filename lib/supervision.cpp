@@ -1,6 +1,7 @@
 #include "supervision.hpp"
 
 #include <chrono>
+#include <iterator>
 
 #include <beamlet/receive.hpp>
 #include <beamlet/system_messages.hpp>
@@ -13,13 +14,13 @@ BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 task<start_result> start_child_process(process& self, const child_spec& spec,
-                                       start_failure_style style) {
-  // A copy: the spec may move while this start is suspended (a vector growing).
-  start_function start = spec.start;
+                                       const extra_arguments& extra, start_failure_style style) {
+  // No copy of the start function: callers keep `spec` in place until this returns (the
+  // supervisor handles nothing else meanwhile).
   std::optional<exit_reason> failed;
   start_result r;
   try {
-    r = co_await start(self);
+    r = co_await spec.start(self, extra);
   } catch (...) {
     failed = exit_reason::from_exception(std::current_exception());
   }
@@ -111,9 +112,11 @@ bool is_alive_in(runtime_core& rt, pid p) noexcept {
 
 std::string spec_error::to_string() const {
   static const char* const names[] = {
-      "missing_id",         "missing_start",   "invalid_restart_type", "invalid_shutdown",
-      "invalid_child_type", "invalid_modules", "bad_combination",      "duplicate_child_name"};
-  const char* name = names[static_cast<unsigned>(code)];
+      "missing_id",       "missing_start",        "invalid_restart_type",
+      "invalid_shutdown", "invalid_child_type",   "invalid_modules",
+      "bad_combination",  "duplicate_child_name", "invalid_significant"};
+  const auto i = static_cast<unsigned>(code);
+  const char* name = i < std::size(names) ? names[i] : "invalid_child_spec";
   if (detail.empty()) return name;
   return detail::concat({"{", name, ",", detail, "}"});
 }
@@ -136,7 +139,7 @@ std::optional<spec_error> validate(const child_spec& s, bool require_id) {
   for (const std::string& m : s.modules)
     if (m.empty()) return spec_error{spec_errc::invalid_modules, "[<<>>]"};
   if (s.significant && s.restart == restart_type::permanent)
-    return spec_error{spec_errc::invalid_significant, "[{restart,permanent},{significant,true}]"};
+    return spec_error{spec_errc::bad_combination, "[{restart,permanent},{significant,true}]"};
   return std::nullopt;
 }
 
@@ -163,7 +166,7 @@ std::string sup_error::to_string() const {
     case sup_errc::restarting:
       return "restarting";
     case sup_errc::start_failed:
-      return detail::concat({"{", reason.to_string(), ",child}"});
+      return reason.to_string();
     case sup_errc::invalid_child_spec:
       return spec ? spec->to_string() : std::string("invalid_child_spec");
     case sup_errc::max_children:

@@ -23,9 +23,10 @@ enum class start_failure_style {
   dynamic,     ///< Elixir DynamicSupervisor: the exception's reason itself
 };
 
-/// Runs a child's start function inside the supervisor process `self`.
+/// Runs a child's start function inside the supervisor process `self`. `spec` and `extra`
+/// must stay in place until the returned task completes.
 task<start_result> start_child_process(process& self, const child_spec& spec,
-                                       start_failure_style style);
+                                       const extra_arguments& extra, start_failure_style style);
 
 /// Stops one child as OTP's supervisor:shutdown/2 does (SEMANTICS §6.2 rule 5): monitor, unlink,
 /// take an EXIT that is already queued, else signal (kill for brutal_kill, shutdown otherwise),

@@ -137,7 +137,8 @@ task<gen::init_result> supervisor_server::init() {
 }
 
 task<start_result> supervisor_server::start_one(sup_child& c) {
-  co_return co_await start_child_process(self(), c.spec, start_failure_style::supervisor);
+  static const extra_arguments none;
+  co_return co_await start_child_process(self(), c.spec, none, start_failure_style::supervisor);
 }
 
 // -- restarts ------------------------------------------------------------------------------------

@@ -3,12 +3,14 @@
 
 #include <beamlet/child_spec.hpp>
 #include <beamlet/config.hpp>
+#include <beamlet/dynamic_supervisor.hpp>
 #include <beamlet/error.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/expected.hpp>
 #include <beamlet/gen_server.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>
+#include <beamlet/partition_supervisor.hpp>
 #include <beamlet/proc_lib.hpp>
 #include <beamlet/process.hpp>
 #include <beamlet/receive.hpp>
@@ -17,3 +19,4 @@
 #include <beamlet/supervisor.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/via.hpp>

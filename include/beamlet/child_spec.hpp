@@ -9,11 +9,15 @@
 //   child_spec("cache", worker_start<cache>(42)).with_restart(restart_type::transient)
 #pragma once
 
+#include <any>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -54,8 +58,72 @@ class shutdown_spec {
   std::chrono::milliseconds time_;
 };
 
-/// Starts a child from inside the supervisor process.
-using start_function = std::function<task<start_result>(process& supervisor)>;
+/// A DynamicSupervisor's extra_arguments: values the supervisor prepends to every child start
+/// (Elixir's `extra_arguments: [...]`). Type-erased, as the supervisor holds one list for
+/// children of any type; a start function reads them back with get<T>(i), which throws
+/// bad_extra_argument on a missing index or a type mismatch, so the start fails with a clear
+/// {error, Reason} instead of undefined behaviour.
+class bad_extra_argument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class extra_arguments {
+ public:
+  extra_arguments() = default;
+  template <class... T>
+  requires(sizeof...(T) > 0 && (!std::is_same_v<std::decay_t<T>, extra_arguments> &&
+                                ...)) explicit extra_arguments(T&&... values) {
+    values_.reserve(sizeof...(T));
+    (values_.emplace_back(std::forward<T>(values)), ...);
+  }
+
+  std::size_t size() const noexcept { return values_.size(); }
+  bool empty() const noexcept { return values_.empty(); }
+
+  template <class T>
+  const T& get(std::size_t i) const {
+    if (i >= values_.size())
+      throw bad_extra_argument("beamlet: extra argument " + std::to_string(i) + " missing (" +
+                               std::to_string(values_.size()) + " given)");
+    const T* v = std::any_cast<T>(&values_[i]);
+    if (v == nullptr)
+      throw bad_extra_argument("beamlet: extra argument " + std::to_string(i) +
+                               " has another type than the start function expects");
+    return *v;
+  }
+
+ private:
+  std::vector<std::any> values_;
+};
+
+/// Starts a child from inside the supervisor process. Built from any callable taking
+/// `(process& sup)` or `(process& sup, const extra_arguments&)` and returning
+/// task<start_result>. The callable is copied into every restart, so it must be copyable.
+class start_function {
+ public:
+  using signature = task<start_result>(process&, const extra_arguments&);
+
+  start_function() = default;
+  start_function(std::nullptr_t) noexcept {}
+  template <class F>
+  requires std::is_invocable_r_v<task<start_result>, F&, process&, const extra_arguments&> &&
+      (!std::is_same_v<std::decay_t<F>, start_function>)start_function(F f) : fn_(std::move(f)) {}
+  template <class F>
+  requires std::is_invocable_r_v<task<start_result>, F&, process&> &&
+      (!std::is_invocable_v<F&, process&, const extra_arguments&>)&&(
+          !std::is_same_v<std::decay_t<F>, start_function>)start_function(F f)
+      : fn_([f = std::move(f)](process& sup, const extra_arguments&) mutable { return f(sup); }) {}
+
+  explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  /// `extra` must outlive the returned task (the supervisor passes its own list).
+  task<start_result> operator()(process& sup, const extra_arguments& extra) const {
+    return fn_(sup, extra);
+  }
+
+ private:
+  std::function<signature> fn_;
+};
 
 /// Not an aggregate on purpose: specs are often built as temporaries inside a co_await
 /// (`co_await supervisor::start_child(self, sup, child_spec("id", f))`), which GCC 12
@@ -117,8 +185,9 @@ enum class spec_errc : std::uint8_t {
   invalid_shutdown,      ///< negative timeout, or not one of the enumerators
   invalid_child_type,    ///< not one of the enumerators
   invalid_modules,       ///< an empty module name
-  invalid_significant,   ///< a permanent child marked significant (OTP: bad_combination)
+  bad_combination,       ///< a permanent child marked significant
   duplicate_child_name,  ///< two children of one static supervisor with the same id
+  invalid_significant,   ///< a significant child given to a DynamicSupervisor
 };
 
 struct spec_error {
@@ -133,11 +202,30 @@ std::optional<spec_error> validate(const child_spec& spec, bool require_id = tru
 /// supervisor:check_childspecs/1: every spec valid and ids unique.
 std::optional<spec_error> check_childspecs(const std::vector<child_spec>& specs);
 
-/// A start function for a gen_server S(args...): `.start = worker_start<my_server>(1, 2)`.
+/// A start function for a gen_server S(args...): `worker_start<my_server>(1, 2)`.
 template <class S, class... Args>
 start_function worker_start(Args... args) {
   return [args...](process& sup) -> task<start_result> {
     co_return co_await S::start_link(sup, {}, args...);
+  };
+}
+
+namespace detail {
+template <class S, class... Extra, std::size_t... I, class... Args>
+task<start_result> start_with_extra(process& sup, const extra_arguments& extra,
+                                    std::index_sequence<I...>, Args... args) {
+  co_return co_await S::start_link(sup, {}, extra.get<Extra>(I)..., args...);
+}
+}  // namespace detail
+
+/// A start function for a gen_server S(extra..., args...), where the leading constructor
+/// arguments come from the DynamicSupervisor's extra_arguments, as types Extra...:
+/// `worker_start_extra<conn, std::string>(42)` starts conn(extra.get<std::string>(0), 42).
+template <class S, class... Extra, class... Args>
+start_function worker_start_extra(Args... args) {
+  return [args...](process& sup, const extra_arguments& extra) -> task<start_result> {
+    co_return co_await detail::start_with_extra<S, Extra...>(
+        sup, extra, std::index_sequence_for<Extra...>{}, args...);
   };
 }
 

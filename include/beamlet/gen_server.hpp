@@ -15,7 +15,9 @@
 //   terminate(const exit_reason&)            -> void
 //
 // Any callback may instead be a coroutine returning task<...> of the same, and co_await
-// (call other servers, receive, sleep). Requests are plain types that name their reply:
+// (call other servers, receive, sleep). handle_call/handle_cast may take the request as `Req&`
+// instead and move from it: a delivered request belongs to the server. Requests are plain
+// types that name their reply:
 //
 //   struct get { using reply_type = int; };
 //   struct counter : gen_server<counter> {
@@ -25,7 +27,8 @@
 //   auto r = co_await counter::start_link(self, {});
 //   int v = co_await call(self, server_ref<counter>(r.pid()), get{});
 //
-// Clients address a server through a typed server_ref<S> (a pid or a registered name), so a
+// Clients address a server through a typed server_ref<S> (a pid, a registered name, or a
+// via_name resolved at each use, as Erlang's {via, Module, Name}), so a
 // request the server does not handle is a compile-time error, and replies are typed.
 //
 // Semantics (SEMANTICS §4): start goes through proc_lib (beamlet/proc_lib.hpp) and returns
@@ -65,6 +68,7 @@
 #include <beamlet/start_result.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/via.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -315,18 +319,29 @@ class server_ref {
   server_ref(pid p) noexcept : pid_(p) {}
   server_ref(std::string name) : name_(std::move(name)) {}
   server_ref(const char* name) : name_(name) {}
+  server_ref(via_name v) : via_(std::move(v)) {}
   static server_ref from(const start_result& r) noexcept { return server_ref(r.pid()); }
 
   bool by_name() const noexcept { return !name_.empty(); }
+  bool by_via() const noexcept { return via_.has_value(); }
   const std::string& name() const noexcept { return name_; }
+  const std::optional<via_name>& via() const noexcept { return via_; }
   pid id() const noexcept { return pid_; }
-  /// The pid now: the stored pid, or whoever holds the name (null pid if nobody).
-  pid resolve(runtime& rt) const { return by_name() ? rt.whereis(name_).value_or(pid()) : pid_; }
-  std::string to_string() const { return by_name() ? name_ : pid_.to_string(); }
+  /// The pid now: the stored pid, whoever holds the name, or what the via name resolves to
+  /// (null pid if nobody). A via name may throw exit_exception.
+  pid resolve(runtime& rt) const {
+    if (via_) return via_->whereis(rt);
+    return by_name() ? rt.whereis(name_).value_or(pid()) : pid_;
+  }
+  std::string to_string() const {
+    if (via_) return via_->to_string();
+    return by_name() ? name_ : pid_.to_string();
+  }
 
  private:
   pid pid_;
   std::string name_;
+  std::optional<via_name> via_;
 };
 
 template <class S>
@@ -497,7 +512,7 @@ dispatched dispatch_call(void* server, message_node* n) {
   S& s = *static_cast<S*>(server);
   auto& env = payload<call_envelope<S, Req>>(n);
   const from<R> f(env.from, env.tag);
-  const Req* req = &env.request;
+  Req* req = &env.request;  // the server owns a delivered request: handlers may move from it
   return run_callback(
       [&s, req, f]() -> decltype(auto) { return s.handle_call(*req, f); },
       [f](auto&&... v) { return call_outcome<R>(f, std::forward<decltype(v)>(v)...); });
@@ -506,7 +521,7 @@ dispatched dispatch_call(void* server, message_node* n) {
 template <class S, class Req>
 dispatched dispatch_cast(void* server, message_node* n) {
   S& s = *static_cast<S*>(server);
-  const Req* req = &payload<cast_envelope<S, Req>>(n).request;
+  Req* req = &payload<cast_envelope<S, Req>>(n).request;
   return run_callback([&s, req]() -> decltype(auto) { return s.handle_cast(*req); },
                       [](auto&&... v) { return plain_outcome(std::forward<decltype(v)>(v)...); });
 }
@@ -531,11 +546,11 @@ struct stop_request {
 };
 
 template <class S, class Req>
-concept handles_call = requires(S& s, const Req& r, from<reply_of_t<Req>> f) {
+concept handles_call = requires(S& s, Req& r, from<reply_of_t<Req>> f) {
   s.handle_call(r, f);
 };
 template <class S, class Req>
-concept handles_cast = requires(S& s, const Req& r) {
+concept handles_cast = requires(S& s, Req& r) {
   s.handle_cast(r);
 };
 
@@ -828,6 +843,7 @@ namespace detail {
 
 template <class S>
 pid resolve_server(basic_process& self, const server_ref<S>& s) {
+  if (s.by_via()) return s.via()->whereis(*runtime_of(self));
   return s.by_name() ? whereis_in(*runtime_of(self), s.name()) : s.id();
 }
 

@@ -86,7 +86,7 @@ enum class sup_errc : std::uint8_t {
   not_found,           ///< no such child
   running,             ///< the child is running
   restarting,          ///< the child is being restarted
-  start_failed,        ///< {Reason, Child}: its start function failed (reason())
+  start_failed,        ///< the start function failed with reason() (OTP: {Reason, Child})
   invalid_child_spec,  ///< the spec did not validate (spec())
   max_children,        ///< DynamicSupervisor: max_children reached
 };
@@ -96,7 +96,8 @@ struct sup_error {
   beamlet::pid pid{};
   exit_reason reason{};
   std::optional<spec_error> spec{};
-  /// OTP's rendering: `{already_started,<0.7.0>}`, `not_found`, `{invalid_shutdown,-1}`...
+  /// OTP's rendering: `{already_started,<0.7.0>}`, `not_found`, `{invalid_shutdown,-1}`; a
+  /// failed start renders its reason alone.
   std::string to_string() const;
 };
 

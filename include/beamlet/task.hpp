@@ -6,6 +6,11 @@
 // to any depth and may themselves co_await a receive. An exception escaping a task is rethrown
 // in its awaiter; one escaping the process body ends the process (exit_reason::exception).
 //
+// The transfer is a tail call only when the compiler makes it one (not at -O0, not under
+// sanitizers), so beamlet also bounds the stack itself: when a chain of transfers inside a
+// running process has used stack_budget bytes, the next transfer is handed to the scheduler,
+// which continues it from the bottom of the stack. Programs see only an extra yield.
+//
 // Destroying a suspended task destroys its frame and, through the awaited-task objects its frame
 // holds, every frame below it: that is how a killed process runs the destructors of all its
 // coroutine locals. Frames are allocated with beamlet's size-class allocator.
@@ -15,6 +20,7 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -30,6 +36,21 @@ class task;
 
 namespace detail {
 
+/// Stack a chain of task transfers may use before it is continued from the scheduler.
+inline constexpr std::size_t stack_budget = std::size_t{256} << 10;
+
+/// Set by the scheduler while a process runs on this thread: the lowest address the chain may
+/// reach (0 outside processes).
+extern thread_local std::uintptr_t stack_floor;
+
+inline bool stack_exhausted() noexcept {
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < stack_floor;
+}
+
+/// Makes the running process yield, to continue with `h` when the scheduler runs it next.
+/// Returns the handle to transfer to now (a no-op).
+std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexcept;
+
 class task_promise_base {
  public:
   static void* operator new(std::size_t size) { return allocate(size); }
@@ -42,7 +63,9 @@ class task_promise_base {
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
       auto c = h.promise().continuation_;
-      return c ? c : std::noop_coroutine();
+      if (!c) return std::noop_coroutine();
+      if (stack_exhausted()) return continue_from_scheduler(c);
+      return c;
     }
     void await_resume() noexcept {}
   };
@@ -119,6 +142,7 @@ class [[nodiscard]] task {
       bool await_ready() const noexcept { return !h || h.done(); }
       std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
         h.promise().set_continuation(caller);
+        if (detail::stack_exhausted()) return detail::continue_from_scheduler(h);
         return h;
       }
       T await_resume() { return h.promise().take(); }

@@ -1,0 +1,134 @@
+// beamlet/dynamic_supervisor.hpp: Elixir's DynamicSupervisor (SEMANTICS §7).
+//
+// A supervisor that starts with no children and starts them on demand. Children are kept by pid
+// (ids are ignored and need not be unique), restarted one_for_one within max_restarts per
+// max_seconds, and stopped in parallel on shutdown: every child is signalled first, then the
+// supervisor waits for all of them (one kill timer per distinct shutdown time).
+//
+// start_child validates the spec in the caller, before the supervisor is contacted; then the
+// supervisor checks max_children (restarting children count) and runs the start function. Its
+// results are passed through unwrapped: {ok, Pid}, {ok, Pid, Info}, ignore, max_children or the
+// start function's own error reason (an exception thrown by it becomes that reason).
+//
+// The cost model is the point of this class. A child start ends with a selective receive for
+// the child's init ack inside the supervisor process. With ack_wait::scan (the default, what
+// OTP 25-27 do) that receive examines every message queued in the supervisor, so under a flood
+// of start_child requests each start costs O(queue) and throughput collapses: the March 2026
+// outage. ack_wait::marker keys the wait on a fresh marked ref, so the backlog is skipped and a
+// start costs O(1) whatever is queued (what erlang/otp PR #11633 proposes). Results are
+// identical; choose marker for any supervisor that may face bursts of starts, and scan to
+// reproduce BEAM. A failed restart is retried behind the queued messages ($gen_restart), and
+// every retry counts toward the intensity.
+//
+// Thread-safety: a dynamic supervisor is a process. The process overloads are called from a
+// process, the mailbox overloads from the thread owning the mailbox.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <beamlet/child_spec.hpp>
+#include <beamlet/config.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/gen_server.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/mailbox.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/start_result.hpp>
+#include <beamlet/supervisor.hpp>
+#include <beamlet/task.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+/// DynamicSupervisor.init/1 options; the defaults are Elixir's.
+struct dynamic_supervisor_flags {
+  /// Only one_for_one is valid ({supervisor_data, {invalid_strategy, S}} otherwise).
+  restart_strategy strategy = restart_strategy::one_for_one;
+  /// Restarts allowed within max_seconds (OTP's intensity); must be >= 0.
+  int max_restarts = 3;
+  /// The intensity window in seconds (OTP's period); must be > 0.
+  int max_seconds = 5;
+  /// nullopt: infinity. Counts running and restarting children; must be >= 0.
+  std::optional<std::int64_t> max_children{};
+  /// Prepended to every child start (see extra_arguments and worker_start_extra).
+  extra_arguments extra{};
+};
+
+/// What a dynamic supervisor's init returns: flags, or ignore. A default-constructed value is a
+/// bad return ({bad_return, {dynamic_supervisor, init, undefined}}).
+class dynamic_supervisor_init {
+ public:
+  dynamic_supervisor_init() = default;
+  dynamic_supervisor_init(dynamic_supervisor_flags f) : flags(std::move(f)), kind_(kind::ok) {}
+  static dynamic_supervisor_init ignore() {
+    dynamic_supervisor_init i;
+    i.kind_ = kind::ignore;
+    return i;
+  }
+  bool is_ok() const noexcept { return kind_ == kind::ok; }
+  bool is_ignore() const noexcept { return kind_ == kind::ignore; }
+
+  dynamic_supervisor_flags flags;
+
+ private:
+  enum class kind : std::uint8_t { bad, ok, ignore };
+  kind kind_ = kind::bad;
+};
+
+namespace detail {
+class dynamic_supervisor_server;
+}  // namespace detail
+
+using dynamic_supervisor_ref = server_ref<detail::dynamic_supervisor_server>;
+using dynamic_supervisor_init_fn = std::function<dynamic_supervisor_init()>;
+
+class dynamic_supervisor {
+ public:
+  /// DynamicSupervisor.start_link: {ok, Pid}, ignore, or {error, R} with R one of
+  /// {supervisor_data, E} or {bad_return, ...}. `opts.wait` selects the child ack wait.
+  static task<start_result> start_link(process& self, supervisor_options opts,
+                                       dynamic_supervisor_init_fn init);
+  /// `flags` is copied before the task first suspends (a reference parameter, so passing a
+  /// named flags object creates no temporary in the caller's co_await expression; see
+  /// docs/gcc12-coroutines.md).
+  static task<start_result> start_link(process& self, supervisor_options opts,
+                                       const dynamic_supervisor_flags& flags);
+  static start_result start_link(mailbox& me, supervisor_options opts,
+                                 const dynamic_supervisor_flags& flags);
+
+  /// Starts a child. An invalid spec fails with invalid_child_spec without contacting `sup`.
+  static task<sup_result<start_result>> start_child(process& self, dynamic_supervisor_ref sup,
+                                                    child_spec spec);
+  /// Stops a child (or forgets a restarting one) by pid; not_found if it is not a child.
+  static task<sup_result<void>> terminate_child(process& self, dynamic_supervisor_ref sup,
+                                                pid child);
+  /// Unordered. Each entry's id is empty (Elixir's :undefined); a restarting child has the
+  /// null pid and state restarting.
+  static task<std::vector<child_info>> which_children(process& self, dynamic_supervisor_ref sup);
+  /// `active` counts children that are not restarting (no liveness check, as Elixir).
+  static task<child_counts> count_children(process& self, dynamic_supervisor_ref sup);
+  /// Stops the supervisor (its children in parallel) and waits until it has exited.
+  static task<> stop(process& self, dynamic_supervisor_ref sup,
+                     exit_reason reason = exit_reason::normal());
+
+  // Blocking forms for outside threads.
+  static sup_result<start_result> start_child(mailbox& me, dynamic_supervisor_ref sup,
+                                              child_spec spec);
+  static sup_result<void> terminate_child(mailbox& me, dynamic_supervisor_ref sup, pid child);
+  static std::vector<child_info> which_children(mailbox& me, dynamic_supervisor_ref sup);
+  static child_counts count_children(mailbox& me, dynamic_supervisor_ref sup);
+  static void stop(mailbox& me, dynamic_supervisor_ref sup,
+                   exit_reason reason = exit_reason::normal());
+};
+
+/// A start function for a dynamic supervisor as the child of another supervisor:
+/// `child_spec("conns", dynamic_supervisor_start(flags, opts)).with_type(child_type::supervisor)`.
+start_function dynamic_supervisor_start(dynamic_supervisor_flags flags = {},
+                                        supervisor_options opts = {});
+
+BEAMLET_END_NAMESPACE

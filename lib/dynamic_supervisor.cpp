@@ -1,0 +1,409 @@
+// DynamicSupervisor (SEMANTICS §7), a gen_server like Elixir's.
+#include <beamlet/dynamic_supervisor.hpp>
+
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "supervision.hpp"
+#include "term.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+struct dyn_start_child {
+  child_spec spec;
+  using reply_type = sup_result<start_result>;
+};
+struct dyn_terminate_child {
+  pid child;
+  using reply_type = sup_result<void>;
+};
+struct dyn_which_children {
+  using reply_type = std::vector<child_info>;
+};
+struct dyn_count_children {
+  using reply_type = child_counts;
+};
+/// Elixir's {:"$gen_restart", old_pid}: a failed restart, retried behind the queued messages.
+struct gen_restart {
+  pid old;
+};
+/// The kill timer of one shutdown-time group during a parallel shutdown.
+struct kill_timer {
+  std::uint64_t group;
+};
+
+struct dyn_child {
+  child_spec spec;
+  bool restarting = false;
+};
+
+const char* strategy_name(restart_strategy s) {
+  switch (s) {
+    case restart_strategy::one_for_one:
+      return "one_for_one";
+    case restart_strategy::one_for_all:
+      return "one_for_all";
+    case restart_strategy::rest_for_one:
+      return "rest_for_one";
+  }
+  return nullptr;
+}
+
+std::optional<std::string> check_dynamic_flags(const dynamic_supervisor_flags& f) {
+  if (f.strategy != restart_strategy::one_for_one) {
+    const char* name = strategy_name(f.strategy);
+    return concat(
+        {"{invalid_strategy,",
+         name != nullptr ? std::string(name) : std::to_string(static_cast<unsigned>(f.strategy)),
+         "}"});
+  }
+  if (f.max_restarts < 0)
+    return concat({"{invalid_intensity,", std::to_string(f.max_restarts), "}"});
+  if (f.max_seconds <= 0) return concat({"{invalid_period,", std::to_string(f.max_seconds), "}"});
+  if (f.max_children && *f.max_children < 0)
+    return concat({"{invalid_max_children,", std::to_string(*f.max_children), "}"});
+  return std::nullopt;
+}
+
+/// The caller-side check of §7.2 rule 6. Ids are ignored; significant children are rejected
+/// (a dynamic supervisor has no auto_shutdown).
+std::optional<spec_error> check_dynamic_spec(const child_spec& spec) {
+  if (auto e = validate(spec, /*require_id=*/false)) return e;
+  if (spec.significant) return spec_error{spec_errc::invalid_significant, "true"};
+  return std::nullopt;
+}
+
+sup_error error_of(sup_errc code) {
+  return sup_error{code, pid(), {}, std::nullopt};
+}
+
+}  // namespace
+
+class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
+ public:
+  dynamic_supervisor_server(dynamic_supervisor_init_fn init, ack_wait wait)
+      : init_fn_(std::move(init)), wait_(wait) {}
+
+  gen::init_result init();
+  task<sup_result<start_result>> handle_call(dyn_start_child& r, from<sup_result<start_result>>);
+  task<sup_result<void>> handle_call(const dyn_terminate_child& r, from<sup_result<void>>);
+  std::vector<child_info> handle_call(const dyn_which_children&, from<std::vector<child_info>>);
+  child_counts handle_call(const dyn_count_children&, from<child_counts>);
+  task<gen::action> handle_info(any_message m);
+  task<> terminate(const exit_reason& reason);
+
+ private:
+  using children_t = std::unordered_map<pid, dyn_child>;
+
+  /// Restarts the child kept under `old` (its last pid); a stop action when the intensity is
+  /// exceeded.
+  task<std::optional<gen::action>> restart(pid old);
+  /// Elixir's terminate_children/2: signal every child, then wait for all (§7.4 rule 19).
+  task<> terminate_children();
+
+  dynamic_supervisor_init_fn init_fn_;
+  ack_wait wait_;
+  dynamic_supervisor_flags flags_;
+  children_t children_;
+  restart_window window_;
+};
+
+gen::init_result dynamic_supervisor_server::init() {
+  self().trap_exit(true);
+  self().set_ack_wait(wait_);
+  dynamic_supervisor_init si = init_fn_();
+  if (si.is_ignore()) return gen::ignore();
+  if (!si.is_ok())
+    return gen::stop(exit_reason::error("{bad_return,{dynamic_supervisor,init,undefined}}"));
+  if (auto e = check_dynamic_flags(si.flags))
+    return gen::stop(exit_reason::error(concat({"{supervisor_data,", *e, "}"})));
+  flags_ = std::move(si.flags);
+  window_ = restart_window(flags_.max_restarts, flags_.max_seconds);
+  return gen::ok();
+}
+
+task<sup_result<start_result>> dynamic_supervisor_server::handle_call(
+    dyn_start_child& r, from<sup_result<start_result>>) {
+  // §7.2 rule 8: checked before the start function runs; restarting children count.
+  if (flags_.max_children && static_cast<std::int64_t>(children_.size()) >= *flags_.max_children)
+    co_return unexpected(error_of(sup_errc::max_children));
+  const start_result s =
+      co_await start_child_process(self(), r.spec, flags_.extra, start_failure_style::dynamic);
+  if (s.is_ok()) {
+    // A temporary child is never restarted: keep no start function (and none of its captures).
+    if (r.spec.restart == restart_type::temporary) r.spec.start = nullptr;
+    children_.insert_or_assign(s.pid(), dyn_child{std::move(r.spec), false});
+    co_return s;
+  }
+  if (s.is_ignore()) co_return start_result::ignore();
+  co_return unexpected(sup_error{sup_errc::start_failed, pid(), s.reason(), std::nullopt});
+}
+
+task<sup_result<void>> dynamic_supervisor_server::handle_call(const dyn_terminate_child& r,
+                                                              from<sup_result<void>>) {
+  auto it = children_.find(r.child);
+  if (it == children_.end()) co_return unexpected(error_of(sup_errc::not_found));
+  if (!it->second.restarting) {
+    // The map is not touched while this waits: the server handles one message at a time.
+    co_await shutdown_child(self(), r.child, it->second.spec);
+  }
+  children_.erase(r.child);
+  co_return sup_result<void>{};
+}
+
+std::vector<child_info> dynamic_supervisor_server::handle_call(const dyn_which_children&,
+                                                               from<std::vector<child_info>>) {
+  std::vector<child_info> out;
+  out.reserve(children_.size());
+  for (const auto& [p, c] : children_) {
+    out.push_back(
+        child_info{std::string(), c.restarting ? pid() : p,
+                   c.restarting ? child_info::state::restarting : child_info::state::running,
+                   c.spec.type, c.spec.modules});
+  }
+  return out;
+}
+
+child_counts dynamic_supervisor_server::handle_call(const dyn_count_children&, from<child_counts>) {
+  child_counts n;
+  for (const auto& [p, c] : children_) {
+    ++n.specs;
+    if (!c.restarting) ++n.active;
+    if (c.spec.type == child_type::supervisor)
+      ++n.supervisors;
+    else
+      ++n.workers;
+  }
+  return n;
+}
+
+task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
+  if (auto* g = m.get_if<gen_restart>()) {
+    auto it = children_.find(g->old);
+    // The child was terminated meanwhile: ignored (§7.3 rule 13).
+    if (it == children_.end() || !it->second.restarting) co_return gen::noreply();
+    std::optional<gen::action> a = co_await restart(g->old);
+    co_return a ? std::move(*a) : gen::noreply();
+  }
+  auto* e = m.get_if<exit_message>();
+  if (e == nullptr) co_return gen::noreply();  // unexpected info: ignored (§7.4 rule 18)
+  auto it = children_.find(e->from);
+  if (it == children_.end() || it->second.restarting) co_return gen::noreply();
+  const restart_type restart_kind = it->second.spec.restart;
+  // §7.3 rule 12.
+  if (restart_kind == restart_type::temporary ||
+      (restart_kind == restart_type::transient && e->reason.is_clean())) {
+    children_.erase(it);
+    co_return gen::noreply();
+  }
+  std::optional<gen::action> a = co_await restart(e->from);
+  co_return a ? std::move(*a) : gen::noreply();
+}
+
+task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
+  if (!window_.add()) {
+    // reached_max_restart_intensity: the child is dropped and the supervisor stops `shutdown`.
+    children_.erase(old);
+    co_return gen::stop(exit_reason::shutdown());
+  }
+  // The same args again, extra_arguments first (§7.3 rule 13). The node is stable while this
+  // waits: nothing else runs in the supervisor meanwhile.
+  dyn_child& c = children_.at(old);
+  const start_result s =
+      co_await start_child_process(self(), c.spec, flags_.extra, start_failure_style::dynamic);
+  if (s.is_ok()) {
+    auto node = children_.extract(old);
+    node.key() = s.pid();
+    node.mapped().restarting = false;
+    children_.insert(std::move(node));
+  } else if (s.is_ignore()) {
+    children_.erase(old);
+  } else {
+    // Kept under the old pid as restarting, retried behind whatever is queued now.
+    c.restarting = true;
+    self().send(self().self(), gen_restart{old});
+  }
+  co_return std::nullopt;
+}
+
+task<> dynamic_supervisor_server::terminate(const exit_reason&) {
+  co_await terminate_children();
+}
+
+task<> dynamic_supervisor_server::terminate_children() {
+  // 1. Monitor and unlink every running child. After the unlinks no new EXIT from a child can
+  // arrive, so one look at the queue finds every EXIT already there (Elixir probes child by
+  // child; the outcome is the same, without a full queue scan per child).
+  struct watch {
+    pid child;
+    shutdown_spec how;
+    bool exited = false;  // its EXIT was already queued: not signalled again
+  };
+  std::unordered_map<ref, watch> pending;
+  std::unordered_set<pid> linked;
+  pending.reserve(children_.size());
+  for (const auto& [p, c] : children_) {
+    if (c.restarting) continue;
+    const ref mon = self().monitor(p);
+    self().unlink(p);
+    pending.emplace(mon, watch{p, c.spec.effective_shutdown()});
+    linked.insert(p);
+  }
+  std::unordered_map<pid, ref> by_pid;
+  for (const auto& [mon, w] : pending) by_pid.emplace(w.child, mon);
+  for (;;) {
+    auto queued = co_await self().receive(
+        on<exit_message>().when([&](const exit_message& e) { return linked.count(e.from) != 0; }),
+        after(std::chrono::milliseconds(0)));
+    if (!queued) break;
+    const pid from = queued.get<exit_message>().from;
+    pending.at(by_pid.at(from)).exited = true;
+    linked.erase(from);
+  }
+  // 2. Signal: brutal_kill -> kill; otherwise shutdown, with one kill timer per distinct time.
+  std::map<std::int64_t, std::vector<ref>> groups;
+  for (auto& [mon, w] : pending) {
+    if (w.exited) continue;
+    switch (w.how.which()) {
+      case shutdown_spec::kind::brutal_kill:
+        self().exit(w.child, exit_reason::kill());
+        break;
+      case shutdown_spec::kind::infinite:
+        self().exit(w.child, exit_reason::shutdown());
+        break;
+      case shutdown_spec::kind::timeout:
+        self().exit(w.child, exit_reason::shutdown());
+        groups[w.how.time().count()].push_back(mon);
+        break;
+    }
+  }
+  std::unordered_map<std::uint64_t, std::vector<ref>*> timer_groups;
+  std::vector<ref> timers;
+  std::uint64_t next_group = 0;
+  for (auto& [ms, members] : groups) {
+    const std::uint64_t g = ++next_group;
+    timers.push_back(
+        self().send_after(self().self(), kill_timer{g}, std::chrono::milliseconds(ms)));
+    timer_groups.emplace(g, &members);
+  }
+  // 3. Wait for every DOWN; a timer kills the members of its group still alive.
+  while (!pending.empty()) {
+    auto m = co_await self().receive(
+        on<down>().when([&](const down& d) { return pending.count(d.ref) != 0; }),
+        on<kill_timer>().when(
+            [&](const kill_timer& t) { return timer_groups.count(t.group) != 0; }));
+    if (auto* d = m.get_if<down>()) {
+      pending.erase(d->ref);
+      continue;
+    }
+    const std::uint64_t g = m.get<kill_timer>().group;
+    for (const ref mon : *timer_groups.at(g)) {
+      if (auto it = pending.find(mon); it != pending.end())
+        self().exit(it->second.child, exit_reason::kill());
+    }
+    timer_groups.erase(g);
+  }
+  // 4. Leftover timers: cancel, and flush one that fired meanwhile.
+  for (const ref t : timers) (void)self().cancel_timer(t);
+  for (;;) {
+    auto stale = co_await self().receive(on<kill_timer>().when([&](const kill_timer& t) {
+      return timer_groups.count(t.group) != 0;
+    }),
+                                         after(std::chrono::milliseconds(0)));
+    if (!stale) break;
+  }
+  children_.clear();
+}
+
+}  // namespace detail
+
+// -- public entry points -------------------------------------------------------------------------
+
+using detail::dynamic_supervisor_server;
+
+task<start_result> dynamic_supervisor::start_link(process& self, supervisor_options opts,
+                                                  dynamic_supervisor_init_fn init) {
+  const server_options so{opts.name, opts.timeout, std::nullopt};
+  co_return co_await dynamic_supervisor_server::start_link(self, so, std::move(init), opts.wait);
+}
+
+task<start_result> dynamic_supervisor::start_link(process& self, supervisor_options opts,
+                                                  const dynamic_supervisor_flags& flags) {
+  dynamic_supervisor_init_fn init = [flags]() { return dynamic_supervisor_init(flags); };
+  co_return co_await start_link(self, opts, std::move(init));
+}
+
+start_result dynamic_supervisor::start_link(mailbox& me, supervisor_options opts,
+                                            const dynamic_supervisor_flags& flags) {
+  dynamic_supervisor_init_fn init = [flags]() { return dynamic_supervisor_init(flags); };
+  return dynamic_supervisor_server::start_link(
+      me, server_options{opts.name, opts.timeout, std::nullopt}, std::move(init), opts.wait);
+}
+
+task<sup_result<start_result>> dynamic_supervisor::start_child(process& self,
+                                                               dynamic_supervisor_ref sup,
+                                                               child_spec spec) {
+  if (auto e = detail::check_dynamic_spec(spec))
+    co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
+  detail::dyn_start_child req{std::move(spec)};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<sup_result<void>> dynamic_supervisor::terminate_child(process& self,
+                                                           dynamic_supervisor_ref sup, pid child) {
+  const detail::dyn_terminate_child req{child};
+  co_return co_await call(self, sup, req, std::nullopt);
+}
+
+task<std::vector<child_info>> dynamic_supervisor::which_children(process& self,
+                                                                 dynamic_supervisor_ref sup) {
+  co_return co_await call(self, sup, detail::dyn_which_children{}, std::nullopt);
+}
+
+task<child_counts> dynamic_supervisor::count_children(process& self, dynamic_supervisor_ref sup) {
+  co_return co_await call(self, sup, detail::dyn_count_children{}, std::nullopt);
+}
+
+task<> dynamic_supervisor::stop(process& self, dynamic_supervisor_ref sup, exit_reason reason) {
+  co_await beamlet::stop(self, sup, std::move(reason));
+}
+
+sup_result<start_result> dynamic_supervisor::start_child(mailbox& me, dynamic_supervisor_ref sup,
+                                                         child_spec spec) {
+  if (auto e = detail::check_dynamic_spec(spec))
+    return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
+  detail::dyn_start_child req{std::move(spec)};
+  return call(me, sup, req, std::nullopt);
+}
+
+sup_result<void> dynamic_supervisor::terminate_child(mailbox& me, dynamic_supervisor_ref sup,
+                                                     pid child) {
+  return call(me, sup, detail::dyn_terminate_child{child}, std::nullopt);
+}
+
+std::vector<child_info> dynamic_supervisor::which_children(mailbox& me,
+                                                           dynamic_supervisor_ref sup) {
+  return call(me, sup, detail::dyn_which_children{}, std::nullopt);
+}
+
+child_counts dynamic_supervisor::count_children(mailbox& me, dynamic_supervisor_ref sup) {
+  return call(me, sup, detail::dyn_count_children{}, std::nullopt);
+}
+
+void dynamic_supervisor::stop(mailbox& me, dynamic_supervisor_ref sup, exit_reason reason) {
+  beamlet::stop(me, sup, std::move(reason));
+}
+
+start_function dynamic_supervisor_start(dynamic_supervisor_flags flags, supervisor_options opts) {
+  return [flags = std::move(flags), name = std::string(opts.name), timeout = opts.timeout,
+          wait = opts.wait](process& sup) -> task<start_result> {
+    const supervisor_options o{name, timeout, wait};
+    co_return co_await dynamic_supervisor::start_link(sup, o, flags);
+  };
+}
+
+BEAMLET_END_NAMESPACE

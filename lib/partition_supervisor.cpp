@@ -1,0 +1,234 @@
+// PartitionSupervisor (SEMANTICS §8): a static supervisor of N partition children plus a
+// routing table per supervisor.
+#include <beamlet/partition_supervisor.hpp>
+
+#include <stdexcept>
+#include <thread>
+
+#include "partition_table.hpp"
+#include "phash2.hpp"
+#include "runtime_core.hpp"
+#include "supervision.hpp"
+#include "term.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+
+// -- keys ----------------------------------------------------------------------------------------
+
+int partition_key::partition(int partitions) const noexcept {
+  const auto n = static_cast<std::uint64_t>(partitions);
+  if (kind_ == kind::integer) return static_cast<int>(magnitude_ % n);  // rem(abs(key), n)
+  return static_cast<int>(detail::phash2_binary(bytes_) % n);           // phash2(key, n)
+}
+
+std::string partition_key::to_string() const {
+  if (kind_ == kind::integer) return std::to_string(magnitude_);
+  return detail::concat({"<<\"", bytes_, "\">>"});
+}
+
+namespace detail {
+
+// -- routing tables ------------------------------------------------------------------------------
+
+std::shared_ptr<partition_table> partition_tables::find(runtime_core& rt, pid owner) {
+  {
+    std::shared_lock lock(mu_);
+    auto it = tables_.find(owner);
+    if (it == tables_.end()) return nullptr;
+    if (is_alive_in(rt, owner)) return it->second;
+  }
+  erase(owner);  // its supervisor has exited: the table goes with it
+  return nullptr;
+}
+
+std::shared_ptr<partition_table> partition_tables::get_or_create(runtime_core& rt, pid owner,
+                                                                 int partitions) {
+  std::unique_lock lock(mu_);
+  if (auto it = tables_.find(owner); it != tables_.end()) return it->second;
+  // Drop the tables of supervisors that exited without being looked up since.
+  std::erase_if(tables_, [&](const auto& entry) { return !is_alive_in(rt, entry.first); });
+  auto table = std::make_shared<partition_table>(owner, partitions);
+  tables_.emplace(owner, table);
+  return table;
+}
+
+void partition_tables::erase(pid owner) {
+  std::unique_lock lock(mu_);
+  tables_.erase(owner);
+}
+
+namespace {
+
+[[noreturn]] void exit_noproc(std::string_view name) {
+  throw exit_exception(
+      exit_reason::error(concat({"{noproc,{partition_supervisor,partitions,[", name, "]}}"})));
+}
+
+std::shared_ptr<partition_table> table_named(runtime_core& rt, std::string_view name) {
+  const pid sup = whereis_in(rt, name);
+  if (sup) {
+    if (auto t = rt.partitions.find(rt, sup)) return t;
+  }
+  exit_noproc(name);
+}
+
+std::shared_ptr<partition_table> table_of(runtime_core& rt, pid sup) {
+  if (auto t = rt.partitions.find(rt, sup)) return t;
+  exit_noproc(sup.to_string());
+}
+
+class partition_via final : public via_resolver {
+ public:
+  partition_via(std::string name, pid sup, partition_key key)
+      : name_(std::move(name)), sup_(sup), key_(std::move(key)) {}
+
+  pid resolve(runtime_core& rt) const override {
+    // One lookup of the table, then the partition, then the pid (§8.3 rule 10).
+    const auto t = sup_ ? table_of(rt, sup_) : table_named(rt, name_);
+    return t->get(key_.partition(t->partitions()));
+  }
+  std::string describe() const override {
+    return concat({"{via,partition_supervisor,{", sup_ ? sup_.to_string() : name_, ",",
+                   key_.to_string(), "}}"});
+  }
+
+ private:
+  std::string name_;
+  pid sup_;
+  partition_key key_;
+};
+
+int default_partitions(const runtime_core& rt) {
+  if (rt.options.schedulers != 0) return static_cast<int>(rt.options.schedulers);
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+/// Partition p's start: records the started pid in the supervisor's table (§8.2 rule 6). It
+/// runs again on every restart, so the table follows restarts.
+start_function recording_start(start_function inner, int p, int n) {
+  return [inner = std::move(inner), p, n](process& sup,
+                                          const extra_arguments& extra) -> task<start_result> {
+    runtime_core& rt = *runtime_of(sup);
+    const auto table = rt.partitions.get_or_create(rt, sup.self(), n);
+    start_result r = co_await inner(sup, extra);
+    if (r.is_ok()) table->set(p, r.pid());
+    co_return r;
+  };
+}
+
+/// The children of §8.1 rule 2, built in the caller so bad options raise there.
+std::vector<child_spec> partition_children(const partition_supervisor_options& o, int n) {
+  std::vector<child_spec> children;
+  children.reserve(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    child_spec s = o.with_arguments ? o.with_arguments(o.child, p) : o.child;
+    if (!s.start)
+      throw std::invalid_argument(concat(
+          {"the call to the function in with_arguments must return a child spec with a start "
+           "function, got none for partition ",
+           std::to_string(p)}));
+    s.id = std::to_string(p);
+    s.start = recording_start(std::move(s.start), p, n);
+    children.push_back(std::move(s));
+  }
+  return children;
+}
+
+int checked_partitions(const partition_supervisor_options& o, const runtime_core& rt) {
+  if (o.name.empty())
+    throw std::invalid_argument("the name option must be given to partition_supervisor");
+  if (!o.child.start)
+    throw std::invalid_argument("the child option must be given to partition_supervisor");
+  const int n = o.partitions.value_or(default_partitions(rt));
+  if (n <= 0)
+    throw std::invalid_argument(
+        concat({"the partitions option must be a positive integer, got: ", std::to_string(n)}));
+  return n;
+}
+
+supervisor_flags flags_of(const partition_supervisor_options& o) {
+  return supervisor_flags{o.strategy, o.max_restarts, o.max_seconds, auto_shutdown::never};
+}
+
+}  // namespace
+}  // namespace detail
+
+// -- the API -------------------------------------------------------------------------------------
+
+task<start_result> partition_supervisor::start_link(process& self,
+                                                    const partition_supervisor_options& opts) {
+  const int n = detail::checked_partitions(opts, *detail::runtime_of(self));
+  std::vector<child_spec> children = detail::partition_children(opts, n);
+  const supervisor_flags f = detail::flags_of(opts);
+  const std::string name = opts.name;
+  const supervisor_options so{name, opts.timeout, opts.wait};
+  co_return co_await supervisor::start_link(self, so, f, std::move(children));
+}
+
+start_result partition_supervisor::start_link(mailbox& me,
+                                              const partition_supervisor_options& opts) {
+  const int n = detail::checked_partitions(opts, *detail::runtime_of(me));
+  std::vector<child_spec> children = detail::partition_children(opts, n);
+  const supervisor_flags f = detail::flags_of(opts);
+  supervisor_init_fn init = [f, children = std::move(children)]() {
+    return supervisor_init(f, children);
+  };
+  return supervisor::start_link(me, supervisor_options{opts.name, opts.timeout, opts.wait},
+                                std::move(init));
+}
+
+via_name partition_supervisor::via(std::string name, partition_key key) {
+  return via_name(std::make_shared<detail::partition_via>(std::move(name), pid(), std::move(key)));
+}
+
+via_name partition_supervisor::via(pid sup, partition_key key) {
+  return via_name(std::make_shared<detail::partition_via>(std::string(), sup, std::move(key)));
+}
+
+int partition_supervisor::partitions(runtime& rt, std::string_view name) {
+  return detail::table_named(rt.core(), name)->partitions();
+}
+
+int partition_supervisor::partitions(process& self, std::string_view name) {
+  return detail::table_named(*detail::runtime_of(self), name)->partitions();
+}
+
+pid partition_supervisor::whereis(runtime& rt, std::string_view name, const partition_key& key) {
+  const auto t = detail::table_named(rt.core(), name);
+  return t->get(key.partition(t->partitions()));
+}
+
+pid partition_supervisor::whereis(process& self, std::string_view name, const partition_key& key) {
+  const auto t = detail::table_named(*detail::runtime_of(self), name);
+  return t->get(key.partition(t->partitions()));
+}
+
+task<std::vector<child_info>> partition_supervisor::which_children(process& self,
+                                                                   supervisor_ref sup) {
+  co_return co_await supervisor::which_children(self, std::move(sup));
+}
+
+task<child_counts> partition_supervisor::count_children(process& self, supervisor_ref sup) {
+  co_return co_await supervisor::count_children(self, std::move(sup));
+}
+
+task<> partition_supervisor::stop(process& self, supervisor_ref sup, exit_reason reason) {
+  const pid p = detail::resolve_server(self, sup);
+  co_await supervisor::stop(self, std::move(sup), std::move(reason));
+  detail::runtime_of(self)->partitions.erase(p);
+}
+
+void partition_supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason) {
+  const pid p = detail::resolve_server(me, sup);
+  supervisor::stop(me, std::move(sup), std::move(reason));
+  detail::runtime_of(me)->partitions.erase(p);
+}
+
+start_function partition_supervisor_start(partition_supervisor_options opts) {
+  return [opts = std::move(opts)](process& sup) -> task<start_result> {
+    co_return co_await partition_supervisor::start_link(sup, opts);
+  };
+}
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,10 @@
+#include <beamlet/runtime.hpp>
+#include <beamlet/via.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+pid via_name::whereis(runtime& rt) const {
+  return resolver_->resolve(rt.core());
+}
+
+BEAMLET_END_NAMESPACE
