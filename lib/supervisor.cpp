@@ -217,13 +217,12 @@ task<std::optional<gen::action>> supervisor_server::restart(std::string failed_i
       c.restarting = false;
       continue;
     }
-    // A failed restart: undo the siblings restarted so far, mark this one, and try again later
-    // behind the messages already queued (§6.3 rule 9).
-    const std::string id = c.spec.id;
+    // A failed restart: undo the siblings restarted so far, and try the whole restart again
+    // later, behind the messages already queued (§6.3 rule 9). As in OTP, the child whose exit
+    // caused the restart is the one marked restarting; the retry restarts its group again.
     for (std::size_t k = i; k-- > first;) co_await stop_child(k);
-    sup_child& failed = children_[index_of(id)];
-    failed.restarting = true;
-    cast(self(), server_ref<supervisor_server>(self().self()), try_again_restart{id});
+    children_[index_of(failed_id)].restarting = true;
+    cast(self(), server_ref<supervisor_server>(self().self()), try_again_restart{failed_id});
     co_return std::nullopt;
   }
   co_return std::nullopt;

@@ -30,6 +30,17 @@ TARGETS = {
     "BM_MarkerReceive/100000/manual_time": ("", "", "", "time"),
     "BM_MarkerReceive/1000000/manual_time": ("—", "—", "≤ 2× /0", "time"),
     "BM_IdleProcessBytes/100000/iterations:1": ("~2.6 KB", "~1 KB", "≤ 512 B", "bytes"),
+    "BM_GenServerCall": ("~1–2 µs", "—", "≤ 300 ns", "time"),
+    "BM_StartChild/manual_time": ("5.4 µs", "3.7 µs", "≤ 500 ns", "time"),
+    "BM_StartChildBacklog/mode:0/backlog:0/manual_time/iterations:3": ("", "", "baseline", "time"),
+    "BM_StartChildBacklog/mode:0/backlog:10000/manual_time/iterations:3": ("46 µs", "", "", "time"),
+    "BM_StartChildBacklog/mode:0/backlog:100000/manual_time/iterations:3": (
+        "0.87 ms", "1.6 ms", "≥ 30× /0 (O(n) reproduced)", "time"),
+    "BM_StartChildBacklog/mode:1/backlog:0/manual_time/iterations:3": ("", "", "baseline", "time"),
+    "BM_StartChildBacklog/mode:1/backlog:10000/manual_time/iterations:3": ("—", "—", "", "time"),
+    "BM_StartChildBacklog/mode:1/backlog:100000/manual_time/iterations:3": (
+        "—", "—", "≤ 2× /0", "time"),
+    "BM_SupervisorRestart/manual_time": ("—", "—", "≤ 2 µs", "time"),
 }
 
 UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -65,7 +76,10 @@ def main(paths):
                 figure = f"{b['skipped'] * 1e9:.2f} ns/skipped msg ({fmt_ns(time_ns)}/receive)"
             else:
                 figure = fmt_ns(time_ns)
-            rows.append((name.replace("/manual_time", "").replace("/iterations:1", ""),
+            label = name.replace("/manual_time", "").replace("/iterations:1", "")
+            label = label.replace("/iterations:3", "").replace("mode:0", "scan")
+            label = label.replace("mode:1", "marker").replace("backlog:", "")
+            rows.append((label,
                          figure, beam, caf, target))
     print("| benchmark | beamlet (median) | BEAM | CAF 0.17 | target |")
     print("|---|---|---|---|---|")

@@ -210,6 +210,15 @@ start_function worker_start(Args... args) {
   };
 }
 
+/// As worker_start, with the server registered under `name` (gen_server start_link's name
+/// option); a restart registers the new process under the same name.
+template <class S, class... Args>
+start_function worker_start_named(std::string name, Args... args) {
+  return [name = std::move(name), args...](process& sup) -> task<start_result> {
+    co_return co_await S::start_link(sup, {std::string_view(name)}, args...);
+  };
+}
+
 namespace detail {
 template <class S, class... Extra, std::size_t... I, class... Args>
 task<start_result> start_with_extra(process& sup, const extra_arguments& extra,

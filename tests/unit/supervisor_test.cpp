@@ -958,3 +958,105 @@ TEST(SupervisorSuite, Tree) {
 }
 
 }  // namespace beamlet::test
+
+namespace beamlet::test {
+
+namespace {
+// A worker that unlinks itself from its supervisor in init (supervisor_SUITE's child_unlink).
+class unlinking_worker : public gen_server<unlinking_worker> {
+ public:
+  void init() { self().unlink(parent()); }
+};
+}  // namespace
+
+// child_unlink: terminating a child that unlinked itself does not hang the supervisor; the
+// shutdown relies on a monitor, not on the link.
+TEST(SupervisorSuite, ChildUnlink) {
+  run_case([](process& self) -> task<> {
+    const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
+    const supervisor_ref sup(s.pid());
+    auto c = co_await supervisor::start_child(self, sup,
+                                              spec("child1", worker_start<unlinking_worker>()));
+    CO_ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE((co_await supervisor::terminate_child(self, sup, "child1")).has_value());
+    EXPECT_FALSE(self.is_alive(c->pid()));
+  });
+}
+
+// sup_start_restart_child_returns_error: a failed restart_child returns the error and keeps
+// the spec, not running.
+TEST(SupervisorSuite, SupStartRestartChildReturnsError) {
+  run_case([](process& self) -> task<> {
+    const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
+    const supervisor_ref sup(s.pid());
+    auto c = co_await supervisor::start_child(
+        self, sup, spec("child1", error_after_first_start(), restart_type::temporary));
+    CO_ASSERT_TRUE(c.has_value());
+    const child_spec kept = spec("child2", error_after_first_start());
+    (void)co_await supervisor::start_child(self, sup, kept);
+    EXPECT_TRUE((co_await supervisor::terminate_child(self, sup, "child2")).has_value());
+    auto r = co_await supervisor::restart_child(self, sup, "child2");
+    CO_ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code, sup_errc::start_failed);
+    EXPECT_EQ(r.error().reason, exit_reason::error("restart_failed"));
+    const auto children = co_await supervisor::which_children(self, sup);
+    CO_ASSERT_EQ(children.size(), 2u);
+    EXPECT_EQ(children[0].id, "child2");
+    EXPECT_EQ(children[0].status, child_info::state::undefined);
+  });
+}
+
+// already_started_outside_supervisor: a child whose name is held by another process fails to
+// start with {already_started, Pid}.
+TEST(SupervisorSuite, AlreadyStartedOutsideSupervisor) {
+  run_case([](process& self) -> task<> {
+    const start_result outside = co_await worker::start_link(self, {.name = "child"});
+    CO_ASSERT_TRUE(outside.is_ok());
+    const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
+    auto r = co_await supervisor::start_child(self, supervisor_ref(s.pid()),
+                                              spec("child", worker_start_named<worker>("child")));
+    CO_ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().reason.to_string(), "{already_started," + outside.pid().to_string() + "}");
+  });
+}
+
+// one_for_all_other_child_fails_restart / rest_for_one_other_child_fails_restart: a sibling
+// that fails during a group restart makes the supervisor stop the siblings it restarted and
+// retry; once the sibling can start, the whole group runs again.
+TEST(SupervisorSuite, OtherChildFailsRestart) {
+  run_case([](process& self) -> task<> {
+    const std::vector<restart_strategy> strategies{restart_strategy::one_for_all,
+                                                   restart_strategy::rest_for_one};
+    for (restart_strategy strategy : strategies) {
+      auto fail = std::make_shared<std::atomic<bool>>(false);
+      const start_result s = co_await start_sup(self, flags(strategy, 100, 3600));
+      const supervisor_ref sup(s.pid());
+      auto c1 = co_await supervisor::start_child(self, sup, spec("child1", normal_start()));
+      auto c2 = co_await supervisor::start_child(self, sup, spec("child2", switchable_start(fail)));
+      CO_ASSERT_TRUE(c1.has_value() && c2.has_value());
+      fail->store(true);
+      co_await end_child(self, c1->pid(), how::abnormal);
+      co_await self.sleep(400ms);  // child2's restart has failed at least once
+      // As OTP: the child whose exit caused the restart is `restarting`; the sibling that
+      // failed to start is not running.
+      const auto during = co_await supervisor::which_children(self, sup);
+      EXPECT_EQ(during.at(1).status, child_info::state::restarting) << "child1";
+      EXPECT_NE(during.at(0).status, child_info::state::running) << "child2";
+      fail->store(false);
+      bool running = false;
+      for (int i = 0; i < 100 && !running; ++i) {
+        co_await self.sleep(50ms);
+        running = true;
+        for (const child_info& c : co_await supervisor::which_children(self, sup))
+          running = running && c.status == child_info::state::running;
+      }
+      EXPECT_TRUE(running);
+      EXPECT_NE(co_await child_pid(self, sup, "child1"), c1->pid());
+      EXPECT_NE(co_await child_pid(self, sup, "child2"), c2->pid());
+      self.exit(s.pid(), exit_reason::kill());
+      co_await exit_of(self, s.pid());
+    }
+  });
+}
+
+}  // namespace beamlet::test

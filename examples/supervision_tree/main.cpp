@@ -1,0 +1,183 @@
+// A small service as a supervision tree, meant to be read top to bottom.
+//
+//   service (static supervisor, one_for_one)
+//   ├── registry      a gen_server mapping session ids to worker pids
+//   ├── workers       a DynamicSupervisor: one worker per session, started on demand
+//   └── caches        a PartitionSupervisor: 4 cache servers, a key always reaches the same one
+//
+// The program starts the tree, opens a few sessions, fills the caches, then crashes one worker
+// on purpose and shows that its supervisor restarted it (a new pid, the same session) while
+// everything else kept running. Run it: `build/examples/supervision_tree/supervision_tree`.
+#include <beamlet/beamlet.hpp>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+using namespace beamlet;
+using namespace std::chrono_literals;
+
+namespace {
+
+// -- the registry: session id -> worker pid ------------------------------------------------------
+//
+// Requests are plain structs; `reply_type` names what a call returns, so call() is typed.
+struct register_session {
+  std::string id;
+  pid worker;
+};
+struct lookup_session {
+  std::string id;
+  using reply_type = pid;  // the null pid when unknown
+};
+
+class registry : public gen_server<registry> {
+ public:
+  // A cast: no reply. A restarted worker registers again, replacing its old pid.
+  void handle_cast(const register_session& r) { sessions_[r.id] = r.worker; }
+  pid handle_call(const lookup_session& l, from<pid>) {
+    auto it = sessions_.find(l.id);
+    return it == sessions_.end() ? pid() : it->second;
+  }
+
+ private:
+  std::map<std::string, pid> sessions_;
+};
+
+// -- a session worker ----------------------------------------------------------------------------
+
+struct crash {};  // sent by the demo to make a worker fail
+
+class session_worker : public gen_server<session_worker> {
+ public:
+  explicit session_worker(std::string id) : id_(std::move(id)) {}
+
+  // init runs in the new process before start_child returns (the proc_lib ack).
+  void init() {
+    std::printf("  worker %-8s started as %s\n", id_.c_str(), self().self().to_string().c_str());
+    cast(self(), server_ref<registry>("registry"), register_session{id_, self().self()});
+  }
+  // Any other message arrives here; `crash` makes the worker throw, which ends its process
+  // with an exception reason. Its supervisor sees the EXIT and restarts it (permanent child).
+  gen::action handle_info(any_message m) {
+    if (m.is<crash>()) throw std::runtime_error("a bug in session " + id_);
+    return gen::noreply();
+  }
+
+ private:
+  std::string id_;
+};
+
+// -- a cache partition ---------------------------------------------------------------------------
+
+struct put {
+  std::string key, value;
+};
+struct get {
+  std::string key;
+  using reply_type = std::string;
+};
+
+class cache : public gen_server<cache> {
+ public:
+  explicit cache(int partition) : partition_(partition) {}
+  void handle_cast(const put& p) { data_[p.key] = p.value; }
+  std::string handle_call(const get& g, from<std::string>) {
+    auto it = data_.find(g.key);
+    return it == data_.end() ? std::string()
+                             : it->second + " (partition " + std::to_string(partition_) + ")";
+  }
+
+ private:
+  int partition_;
+  std::map<std::string, std::string> data_;
+};
+
+// -- the tree ------------------------------------------------------------------------------------
+
+std::vector<child_spec> service_children() {
+  // The cache partitions: the same child four times, each told its partition number.
+  partition_supervisor_options caches;
+  caches.name = "caches";
+  caches.partitions = 4;
+  caches.child = child_spec("cache", worker_start<cache>(0));
+  caches.with_arguments = [](child_spec spec, int partition) {
+    spec.start = worker_start<cache>(partition);
+    return spec;
+  };
+
+  // Children start in this order and stop in the reverse order: the registry exists before
+  // any worker registers with it.
+  std::vector<child_spec> children;
+  children.push_back(child_spec("registry", worker_start_named<registry>("registry")));
+  // A DynamicSupervisor waiting on its children's acks with a receive marker: a burst of
+  // start_child requests cannot slow each start down (see docs/supervision.md).
+  children.push_back(child_spec("workers", dynamic_supervisor_start(
+                                               {}, {.name = "workers", .wait = ack_wait::marker}))
+                         .with_type(child_type::supervisor));
+  children.push_back(
+      child_spec("caches", partition_supervisor_start(caches)).with_type(child_type::supervisor));
+  return children;
+}
+
+task<> demo(process& self) {
+  std::puts("starting the service tree");
+  const std::vector<child_spec> children = service_children();
+  const supervisor_flags flags{};  // one_for_one, 3 restarts in 5 s (Elixir's defaults)
+  const supervisor_options opts{.name = "service"};
+  const start_result service = co_await supervisor::start_link(self, opts, flags, children);
+  if (!service) {
+    std::printf("the service did not start: %s\n", service.to_string().c_str());
+    co_return;
+  }
+
+  std::puts("opening sessions (DynamicSupervisor.start_child)");
+  const dynamic_supervisor_ref workers("workers");
+  for (const char* id : {"alice", "bob", "carol"}) {
+    child_spec spec = child_spec(id, worker_start<session_worker>(std::string(id)));
+    auto r = co_await dynamic_supervisor::start_child(self, workers, std::move(spec));
+    if (!r) std::printf("  %s: %s\n", id, r.error().to_string().c_str());
+  }
+
+  std::puts("filling the caches (a key always routes to the same partition)");
+  for (const char* key : {"user:1", "user:2", "user:3", "user:42"}) {
+    cast(self, server_ref<cache>(partition_supervisor::via("caches", key)),
+         put{key, std::string("profile of ") + key});
+  }
+  const get q{"user:42"};
+  std::printf(
+      "  get user:42 -> %s\n",
+      (co_await call(self, server_ref<cache>(partition_supervisor::via("caches", "user:42")), q))
+          .c_str());
+
+  std::puts("crashing bob's worker on purpose");
+  const lookup_session who{"bob"};
+  const pid before = co_await call(self, server_ref<registry>("registry"), who);
+  const ref watch = self.monitor(before);
+  self.send(before, crash{});
+  auto down_msg =
+      co_await self.receive(on<down>().when([watch](const down& d) { return d.ref == watch; }));
+  std::printf("  %s exited: %s\n", before.to_string().c_str(),
+              down_msg.get<down>().reason.to_string().c_str());
+
+  // The DynamicSupervisor restarted it: count_children answers after the restart is done.
+  const child_counts counts = co_await dynamic_supervisor::count_children(self, workers);
+  const pid after_restart = co_await call(self, server_ref<registry>("registry"), who);
+  std::printf("  bob is served by %s now; workers: %zu active of %zu\n",
+              after_restart.to_string().c_str(), counts.active, counts.specs);
+
+  std::puts("stopping the service (children stop in reverse start order)");
+  co_await supervisor::stop(self, supervisor_ref("service"));
+  std::puts("done");
+}
+
+}  // namespace
+
+int main() {
+  runtime rt;
+  const pid p = rt.spawn(demo);
+  const auto reason = rt.wait(p, std::chrono::seconds(30));
+  if (reason != exit_reason::normal())
+    std::printf("demo ended: %s\n", reason ? reason->to_string().c_str() : "timeout");
+  return reason == exit_reason::normal() ? 0 : 1;
+}
