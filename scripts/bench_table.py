@@ -32,13 +32,13 @@ TARGETS = {
     "BM_IdleProcessBytes/100000/iterations:1": ("~2.6 KB", "~1 KB", "≤ 512 B", "bytes"),
     "BM_GenServerCall": ("~1–2 µs", "—", "≤ 300 ns", "time"),
     "BM_StartChild/manual_time": ("5.4 µs", "3.7 µs", "≤ 500 ns", "time"),
-    "BM_StartChildBacklog/mode:0/backlog:0/manual_time/iterations:3": ("", "", "baseline", "time"),
-    "BM_StartChildBacklog/mode:0/backlog:10000/manual_time/iterations:3": ("46 µs", "", "", "time"),
-    "BM_StartChildBacklog/mode:0/backlog:100000/manual_time/iterations:3": (
+    "BM_StartChildBacklog/mode:0/backlog:0/iterations:3/manual_time": ("", "", "baseline", "time"),
+    "BM_StartChildBacklog/mode:0/backlog:10000/iterations:3/manual_time": ("46 µs", "", "", "time"),
+    "BM_StartChildBacklog/mode:0/backlog:100000/iterations:3/manual_time": (
         "0.87 ms", "1.6 ms", "≥ 30× /0 (O(n) reproduced)", "time"),
-    "BM_StartChildBacklog/mode:1/backlog:0/manual_time/iterations:3": ("", "", "baseline", "time"),
-    "BM_StartChildBacklog/mode:1/backlog:10000/manual_time/iterations:3": ("—", "—", "", "time"),
-    "BM_StartChildBacklog/mode:1/backlog:100000/manual_time/iterations:3": (
+    "BM_StartChildBacklog/mode:1/backlog:0/iterations:3/manual_time": ("", "", "baseline", "time"),
+    "BM_StartChildBacklog/mode:1/backlog:10000/iterations:3/manual_time": ("—", "—", "", "time"),
+    "BM_StartChildBacklog/mode:1/backlog:100000/iterations:3/manual_time": (
         "—", "—", "≤ 2× /0", "time"),
     "BM_SupervisorRestart/manual_time": ("—", "—", "≤ 2 µs", "time"),
 }
