@@ -652,20 +652,25 @@ TEST(DynamicSupervisorTest, TerminatesWithMixedChildren) {
 TEST(DynamicSupervisorTest, ShutdownIsParallel) {
   run_case([](process& self) -> task<> {
     struct stopping {};
+    struct trapping {};
     struct pair_of_pids {
       std::atomic<std::uint64_t> serial[2]{};
     };
     auto pids = std::make_shared<pair_of_pids>();
     auto partner = [pids](int me) -> start_function {
       return [pids, me](process& sup) -> task<start_result> {
-        auto body = [pids, me](process& c) -> task<> {
+        const pid parent = sup.self();
+        auto body = [pids, me, parent](process& c) -> task<> {
           c.trap_exit(true);
+          c.send(parent, trapping{});
           co_await c.receive(on<exit_message>());
           c.send(pid(pids->serial[1 - me].load()), stopping{});
           co_await c.receive(on<stopping>());
         };
         const pid p = sup.spawn_link(std::move(body));
         pids->serial[me].store(p.serial());
+        // Without this handshake the shutdown signal can reach a child before it traps exits.
+        co_await sup.receive(on<trapping>());
         co_return start_result::ok(p);
       };
     };
