@@ -978,6 +978,82 @@ reply_of_t<std::decay_t<Req>> call(
   throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
 }
 
+/// An outstanding asynchronous request (gen_server:send_request/2), typed by its reply. Holds
+/// the monitor that makes the reply deliverable; receive_response consumes it.
+template <class R>
+class request_id {
+ public:
+  request_id() = default;
+  /// Made by send_request.
+  request_id(ref m, pid s, std::string text) : monitor_(m), server_(s), text_(std::move(text)) {}
+  ref monitor() const noexcept { return monitor_; }
+  pid server() const noexcept { return server_; }
+  /// The server as it was addressed, for error messages.
+  const std::string& server_text() const noexcept { return text_; }
+
+ private:
+  ref monitor_;
+  pid server_;
+  std::string text_;
+};
+
+/// gen_server:send_request/2: sends `req` without waiting; the reply is collected later with
+/// receive_response. Many requests may be outstanding at once. Never blocks, never throws for
+/// a dead server (its receive_response fails with noproc).
+template <class S, class Req>
+request_id<reply_of_t<std::decay_t<Req>>> send_request(basic_process& self, server_ref<S> server,
+                                                       Req&& req) {
+  using D = std::decay_t<Req>;
+  static_assert(detail::handles_call<S, D>,
+                "send_request: the server has no handle_call(const Req&, from<Reply>) for this "
+                "request");
+  const pid to = detail::resolve_server(self, server);
+  if (!to) return request_id<reply_of_t<D>>(ref(), pid(), server.to_string());
+  const ref mref = self.monitor(to, marked);
+  detail::send_node(*detail::runtime_of(self), to,
+                    detail::make_call<S>(self.self(), mref, std::forward<Req>(req)));
+  return request_id<reply_of_t<D>>(mref, to, server.to_string());
+}
+
+/// gen_server:receive_response/2: waits up to `timeout` for the reply of `id`. Throws
+/// call_error for noproc, the server's exit, or timeout (the request is then abandoned: a later
+/// reply is dropped).
+template <class R>
+task<R> receive_response(process& self, request_id<R> id,
+                         std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+  auto fail = [&](call_error::kind k, exit_reason r) {
+    return detail::make_call_error(k, std::move(r), id.server_text(), "receive_response", timeout);
+  };
+  if (!id.monitor()) throw fail(call_error::kind::noproc, exit_reason::noproc());
+  const ref mref = id.monitor();
+  auto m = co_await self.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
+                                 detail::timeout_clause(timeout));
+  if (auto* r = m.template get_if<detail::call_reply<R>>()) {
+    self.demonitor(mref, flush);
+    if constexpr (std::is_void_v<R>) {
+      co_return;
+    } else {
+      co_return std::move(r->value);
+    }
+  }
+  if (auto* d = m.template get_if<down>()) {
+    const auto k = d->reason == exit_reason::noproc() ? call_error::kind::noproc
+                                                      : call_error::kind::server_exited;
+    throw fail(k, d->reason);
+  }
+  self.demonitor(mref, flush);
+  auto late =
+      co_await self.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
+  if (auto* r = late.template get_if<detail::call_reply<R>>()) {
+    if constexpr (std::is_void_v<R>) {
+      co_return;
+    } else {
+      co_return std::move(r->value);
+    }
+  }
+  throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
+}
+
 /// gen_server:cast: always succeeds, even when nobody is there (§4.3 rule 11).
 template <class S, class Req>
 void cast(basic_process& self, server_ref<S> server, Req&& req) {

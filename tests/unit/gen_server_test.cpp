@@ -499,6 +499,47 @@ TEST(GenServer, CoroutineInfoAndContinueOwnTheirMessage) {
                                                "info " + std::string(100, 'x'), "info last"}));
 }
 
+// gen_server:send_request/receive_response: several requests in flight, replies matched to
+// their ids whatever the order; a dead server fails with noproc; a timed-out request is dropped.
+TEST(GenServer, SendRequestAndReceiveResponse) {
+  runtime rt;
+  std::vector<int> got;
+  std::vector<std::string> errors;
+  run_process(rt, [&](process& self) -> task<> {
+    const start_result r = co_await counter::start_link(self, {}, 5);
+    const server_ref<counter> c(r.pid());
+    auto first = send_request(self, c, get{});
+    cast(self, c, add{10});
+    auto second = send_request(self, c, get{});
+    got.push_back(co_await receive_response(self, second));  // out of order on purpose
+    got.push_back(co_await receive_response(self, first));
+    const slow_get slow{200ms};
+    auto late = send_request(self, c, slow);
+    try {
+      (void)co_await receive_response(self, late, 10ms);
+    } catch (const call_error& e) {
+      errors.push_back(e.server_reason().to_string());
+    }
+    co_await self.sleep(300ms);
+    EXPECT_EQ(self.message_queue_len(), 0u);  // the late reply was dropped
+    co_await stop(self, c);
+    auto dead = send_request(self, c, get{});
+    try {
+      (void)co_await receive_response(self, dead, 1s);
+    } catch (const call_error& e) {
+      errors.push_back(e.server_reason().to_string());
+    }
+    auto nobody = send_request(self, server_ref<counter>("nobody"), get{});
+    try {
+      (void)co_await receive_response(self, nobody);
+    } catch (const call_error& e) {
+      errors.push_back(e.server_reason().to_string());
+    }
+  });
+  EXPECT_EQ(got, (std::vector<int>{15, 5}));
+  EXPECT_EQ(errors, (std::vector<std::string>{"timeout", "noproc", "noproc"}));
+}
+
 // Outside threads: start, call, cast, stop through a mailbox.
 TEST(GenServer, FromOutsideThread) {
   runtime rt;

@@ -1,0 +1,94 @@
+// What one spawn-delay run measures, and the statistics the report needs.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spawn_delay {
+
+/// One backlog run: `depth` start requests queued (split over `partitions` supervisors), the
+/// supervisors released at once, and the init times of the children that started.
+struct backlog_run {
+  std::string variant;  // beamlet-scan, beamlet-marker, caf-await, beam
+  int partitions = 1;
+  std::int64_t depth = 0;
+  /// Init times in ns after the release, sorted. The first `timed` starts, or all of them.
+  std::vector<std::int64_t> init_ns;
+  /// All `depth` requests were served (so drain_s is meaningful).
+  bool drained = false;
+  double drain_s = 0;
+};
+
+/// A point of a catch-up trajectory: time since release, requests still waiting.
+struct trajectory_point {
+  double t_s;
+  std::int64_t waiting;
+};
+
+struct catch_up_run {
+  std::string variant;
+  int partitions = 1;
+  std::int64_t backlog = 0;
+  double rate_per_s = 0;
+  double duration_s = 0;
+  std::vector<trajectory_point> points;
+  std::int64_t arrived = 0;
+  std::int64_t served = 0;
+};
+
+/// The gaps between consecutive inits (the first is measured from the release).
+inline std::vector<double> gaps_ns(const std::vector<std::int64_t>& sorted_inits) {
+  std::vector<double> g;
+  g.reserve(sorted_inits.size());
+  std::int64_t prev = 0;
+  for (std::int64_t t : sorted_inits) {
+    g.push_back(static_cast<double>(t - prev));
+    prev = t;
+  }
+  return g;
+}
+
+/// Nearest-rank percentile (p in [0, 100]) of an unsorted sample; 0 for an empty one.
+inline double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+struct linear_fit {
+  double slope = 0, intercept = 0, r2 = 0;
+};
+
+/// Least squares y = slope * x + intercept, with the coefficient of determination.
+inline linear_fit fit(const std::vector<double>& x, const std::vector<double>& y) {
+  linear_fit f;
+  const auto n = static_cast<double>(x.size());
+  if (x.size() < 2) return f;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    sxy += x[i] * y[i];
+  }
+  const double den = n * sxx - sx * sx;
+  if (den == 0) return f;
+  f.slope = (n * sxy - sx * sy) / den;
+  f.intercept = (sy - f.slope * sx) / n;
+  double ss_tot = 0, ss_res = 0;
+  const double mean = sy / n;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double e = y[i] - (f.slope * x[i] + f.intercept);
+    ss_res += e * e;
+    ss_tot += (y[i] - mean) * (y[i] - mean);
+  }
+  f.r2 = ss_tot == 0 ? 1 : 1 - ss_res / ss_tot;
+  return f;
+}
+
+}  // namespace spawn_delay
