@@ -3,11 +3,11 @@
 #include <cxxabi.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <memory>
 #include <ostream>
 #include <typeinfo>
 #include <utility>
+
+#include "demangle.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -22,13 +22,6 @@ namespace {
 const std::string& empty_string() {
   static const std::string e;
   return e;
-}
-
-std::string demangle(const char* name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status),
-                                             std::free);
-  return status == 0 && out ? std::string(out.get()) : std::string(name);
 }
 
 }  // namespace
@@ -60,10 +53,11 @@ exit_reason exit_reason::from_exception(const std::exception_ptr& e) {
   } catch (const exit_exception& x) {
     return x.reason();
   } catch (const std::exception& x) {
-    return exception(demangle(typeid(x).name()), x.what());
+    return exception(detail::demangle(typeid(x).name()), x.what());
   } catch (...) {
     const std::type_info* t = abi::__cxa_current_exception_type();
-    return exception(t != nullptr ? demangle(t->name()) : std::string("unknown"), std::string());
+    return exception(t != nullptr ? detail::demangle(t->name()) : std::string("unknown"),
+                     std::string());
   }
 }
 

@@ -2,12 +2,9 @@
 #include <beamlet/gen_server.hpp>
 #include <beamlet/start_result.hpp>
 
-#include <cxxabi.h>
-
-#include <cstdlib>
-#include <memory>
 #include <ostream>
 
+#include "demangle.hpp"
 #include "term.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -29,15 +26,6 @@ std::ostream& operator<<(std::ostream& os, const start_result& r) {
 }
 
 namespace detail {
-
-namespace {
-std::string demangle(const char* name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status),
-                                             std::free);
-  return status == 0 && out ? std::string(out.get()) : std::string(name);
-}
-}  // namespace
 
 call_error make_call_error(call_error::kind k, exit_reason reason, const std::string& server,
                            const char* request, std::optional<std::chrono::milliseconds> t) {

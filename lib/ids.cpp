@@ -1,11 +1,9 @@
 #include <beamlet/ids.hpp>
 #include <beamlet/receive.hpp>
 
-#include <cxxabi.h>
-
-#include <cstdlib>
-#include <memory>
 #include <ostream>
+
+#include "demangle.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -27,11 +25,7 @@ std::ostream& operator<<(std::ostream& os, ref r) {
 
 std::string any_message::type_name() const {
   if (node_ == nullptr) return {};
-  const char* raw = node_->type->type->name();
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(raw, nullptr, nullptr, &status),
-                                             std::free);
-  return status == 0 && out ? std::string(out.get()) : std::string(raw);
+  return detail::demangle(node_->type->type->name());
 }
 
 BEAMLET_END_NAMESPACE

@@ -31,19 +31,6 @@ void settle(proc* p, message_node* first) noexcept {
   }
 }
 
-// The inbox is a stack (newest first): reverse it into arrival order.
-message_node* reversed(message_node* chain) noexcept {
-  if (is_mark(chain)) return nullptr;
-  message_node* first = nullptr;
-  while (chain != nullptr) {
-    message_node* next = chain->next;
-    chain->next = first;
-    first = chain;
-    chain = next;
-  }
-  return first;
-}
-
 void signal_links(proc* p) noexcept {
   runtime_core& rt = *p->rt();
   p->links.for_each([&](std::uint64_t serial, empty_value&) {
@@ -124,7 +111,7 @@ void exit_process(proc* p, exit_reason reason) noexcept {
   // 2. Close the inbox: from now on every push fails, so nothing can be left behind in it.
   //    What was held back by drain(until_kill) is older than what is still in the inbox.
   settle(p, std::exchange(p->deferred, nullptr));
-  settle(p, reversed(p->inbox.exchange(closed_mark, std::memory_order_acq_rel)));
+  settle(p, in_arrival_order(p->inbox.exchange(closed_mark, std::memory_order_acq_rel)));
   p->queue.clear();
 
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.

@@ -149,13 +149,7 @@ message_node* take_arrivals(proc* p) {
   message_node* chain = nullptr;
   if (p->inbox.load(std::memory_order_relaxed) != nullptr)
     chain = p->inbox.exchange(nullptr, std::memory_order_acquire);
-  message_node* first = nullptr;
-  while (chain != nullptr) {
-    message_node* next = chain->next;
-    chain->next = first;
-    first = chain;
-    chain = next;
-  }
+  message_node* first = in_arrival_order(chain);
   if (p->deferred == nullptr) return first;
   message_node* head = std::exchange(p->deferred, nullptr);
   message_node* last = head;

@@ -42,6 +42,20 @@ inline bool is_mark(const message_node* n) noexcept {
   return reinterpret_cast<std::uintptr_t>(n) <= 2;
 }
 
+/// The inbox is a stack (newest first): returns the chain taken from it in arrival order. A
+/// mark (or null) stands for no messages.
+inline message_node* in_arrival_order(message_node* newest_first) noexcept {
+  if (is_mark(newest_first)) return nullptr;
+  message_node* first = nullptr;
+  while (newest_first != nullptr) {
+    message_node* next = newest_first->next;
+    newest_first->next = first;
+    first = newest_first;
+    newest_first = next;
+  }
+  return first;
+}
+
 enum class run_state : std::uint8_t {
   fresh,    ///< spawned, body not started
   ready,    ///< runnable: resume `resume_point`

@@ -17,34 +17,18 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// What the children, the gates and the driver share. Children record their init time in
-/// completion order; the driver reads the first n after `written` reaches n.
-struct shared_state {
-  explicit shared_state(std::int64_t capacity) : times(static_cast<std::size_t>(capacity)) {}
-  std::vector<std::int64_t> times;
-  std::atomic<std::int64_t> started{0};
-  std::atomic<std::int64_t> written{0};
+/// What the children, the gates and the driver share: the init log, and the gates' handshake.
+struct shared_state : init_log {
+  using init_log::init_log;
   std::atomic<int> gates_ready{0};
   std::atomic<bool> go{false};
-  std::atomic<std::int64_t> release_ns{LLONG_MAX};
 };
 
 /// The child every request starts: a gen_server whose init records when it ran.
 class timed_child : public gen_server<timed_child> {
  public:
   explicit timed_child(shared_state* s) : s_(s) {}
-  void init() {
-    const std::int64_t t = now_ns();
-    const std::int64_t i = s_->started.fetch_add(1, std::memory_order_relaxed);
-    if (i < static_cast<std::int64_t>(s_->times.size())) s_->times[static_cast<std::size_t>(i)] = t;
-    s_->written.fetch_add(1, std::memory_order_release);
-  }
+  void init() { s_->record_init(); }
 
  private:
   shared_state* s_;
@@ -66,10 +50,7 @@ start_function gate(shared_state* s, std::size_t share, pid driver) {
     while (sup.message_queue_len() < share) co_await pause(sup, 1ms);
     s->gates_ready.fetch_add(1);
     while (!s->go.load(std::memory_order_acquire)) co_await pause(sup, 100us);
-    const std::int64_t t = now_ns();
-    std::int64_t cur = s->release_ns.load();
-    while (t < cur && !s->release_ns.compare_exchange_weak(cur, t)) {
-    }
+    s->mark_release();
     co_return start_result::ignore();
   };
 }
@@ -207,13 +188,7 @@ backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, s
       }
     }
   }
-  const std::int64_t release = s->release_ns.load();
-  out.init_ns.reserve(static_cast<std::size_t>(want));
-  for (std::int64_t i = 0; i < want; ++i)
-    out.init_ns.push_back(s->times[static_cast<std::size_t>(i)] - release);
-  std::sort(out.init_ns.begin(), out.init_ns.end());
-  out.drained = depth > 0 && want == depth;
-  if (out.drained) out.drain_s = static_cast<double>(out.init_ns.back()) / 1e9;
+  s->fill(out, want);
   return out;
 }
 

@@ -24,19 +24,9 @@ using go_atom = caf::atom_constant<caf::atom("go")>;
 
 using namespace std::chrono_literals;
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-struct shared_state {
-  explicit shared_state(std::int64_t capacity) : times(static_cast<std::size_t>(capacity)) {}
-  std::vector<std::int64_t> times;
-  std::atomic<std::int64_t> started{0};
-  std::atomic<std::int64_t> written{0};
+struct shared_state : init_log {
+  using init_log::init_log;
   std::atomic<std::int64_t> sent{0};
-  std::atomic<std::int64_t> release_ns{LLONG_MAX};
   /// Set when the run has its figures. A CAF actor that is awaiting a response handles no exit
   /// message, so a kill alone would leave the supervisor serving its whole backlog first.
   std::atomic<bool> stopping{false};
@@ -45,10 +35,7 @@ struct shared_state {
 /// The child: its "init" is the handler of the supervisor's init request.
 caf::behavior child(caf::event_based_actor*, shared_state* s) {
   return {[s](init_atom) {
-    const std::int64_t t = now_ns();
-    const std::int64_t i = s->started.fetch_add(1, std::memory_order_relaxed);
-    if (i < static_cast<std::int64_t>(s->times.size())) s->times[static_cast<std::size_t>(i)] = t;
-    s->written.fetch_add(1, std::memory_order_release);
+    s->record_init();
     return acked_atom::value;
   }};
 }
@@ -77,10 +64,7 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, shared_sta
       },
       [=](hold_atom) {
         self->request(gatekeeper, caf::infinite, wait_atom::value).await([=](go_atom) {
-          const std::int64_t t = now_ns();
-          std::int64_t cur = s->release_ns.load();
-          while (t < cur && !s->release_ns.compare_exchange_weak(cur, t)) {
-          }
+          s->mark_release();
         });
       },
   };
@@ -183,12 +167,7 @@ backlog_run caf_backlog(int partitions, std::int64_t depth, std::int64_t timed,
     }
     r.kill();
   }
-  const std::int64_t release = s->release_ns.load();
-  for (std::int64_t i = 0; i < want; ++i)
-    out.init_ns.push_back(s->times[static_cast<std::size_t>(i)] - release);
-  std::sort(out.init_ns.begin(), out.init_ns.end());
-  out.drained = depth > 0 && want == depth;
-  if (out.drained) out.drain_s = static_cast<double>(out.init_ns.back()) / 1e9;
+  s->fill(out, want);
   return out;
 }
 

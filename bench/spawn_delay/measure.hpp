@@ -2,6 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -38,6 +41,49 @@ struct catch_up_run {
   std::vector<trajectory_point> points;
   std::int64_t arrived = 0;
   std::int64_t served = 0;
+};
+
+inline std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Where the children of a run record their init times (in completion order), and when the
+/// supervisors were released. Shared by the beamlet and CAF runs; the driver reads the first n
+/// times once `written` reaches n.
+struct init_log {
+  explicit init_log(std::int64_t capacity) : times(static_cast<std::size_t>(capacity)) {}
+
+  /// Called by a child's init.
+  void record_init() noexcept {
+    const std::int64_t t = now_ns();
+    const std::int64_t i = started.fetch_add(1, std::memory_order_relaxed);
+    if (i < static_cast<std::int64_t>(times.size())) times[static_cast<std::size_t>(i)] = t;
+    written.fetch_add(1, std::memory_order_release);
+  }
+  /// Called by each supervisor as it is released: the earliest release counts.
+  void mark_release() noexcept {
+    const std::int64_t t = now_ns();
+    std::int64_t cur = release_ns.load();
+    while (t < cur && !release_ns.compare_exchange_weak(cur, t)) {
+    }
+  }
+  /// The first `want` init times, relative to the release and sorted, into `out`.
+  void fill(backlog_run& out, std::int64_t want) const {
+    const std::int64_t release = release_ns.load();
+    out.init_ns.reserve(static_cast<std::size_t>(want));
+    for (std::int64_t i = 0; i < want; ++i)
+      out.init_ns.push_back(times[static_cast<std::size_t>(i)] - release);
+    std::sort(out.init_ns.begin(), out.init_ns.end());
+    out.drained = out.depth > 0 && want == out.depth;
+    if (out.drained) out.drain_s = static_cast<double>(out.init_ns.back()) / 1e9;
+  }
+
+  std::vector<std::int64_t> times;
+  std::atomic<std::int64_t> started{0};
+  std::atomic<std::int64_t> written{0};
+  std::atomic<std::int64_t> release_ns{LLONG_MAX};
 };
 
 /// The gaps between consecutive inits (the first is measured from the release).

@@ -854,6 +854,15 @@ message_node* make_call(pid self, ref tag, Req&& req) {
                                         call_envelope<S, D>{self, tag, std::forward<Req>(req)});
 }
 
+/// Sends a call request to `to` under a fresh monitor whose ref is also a receive marker, so
+/// the wait for the reply skips everything queued before the request (as gen:call does).
+template <class S, class Req>
+ref send_call(basic_process& self, pid to, Req&& req) {
+  const ref mref = self.monitor(to, marked);
+  send_node(*runtime_of(self), to, make_call<S>(self.self(), mref, std::forward<Req>(req)));
+  return mref;
+}
+
 /// The `after` clause for an optional timeout (nullopt: infinity). A function, not a ?: inside
 /// the co_await expression: GCC 12 miscompiles conditional operators there.
 inline after_clause<> timeout_clause(std::optional<std::chrono::milliseconds> t) {
@@ -865,9 +874,37 @@ auto reply_clause(ref tag) {
   return on<call_reply<R>>().when([t = tag.value()](const call_reply<R>& r) { return r.tag == t; });
 }
 
-}  // namespace detail
+/// The end of a call's wait, shared by every client that waits for a reply (call from a
+/// process or from an outside thread, receive_response). Returns true when `m` holds the
+/// reply; throws `fail(kind, reason)` for the server's DOWN; returns false on timeout, after
+/// removing the monitor, which makes a later reply be dropped. The caller then takes a reply
+/// that arrived just in time with one more receive (§4.2 rule 9).
+template <class R, class Received, class Fail>
+bool reply_arrived(basic_process& self, Received& m, ref mref, const Fail& fail) {
+  if (m.template get_if<call_reply<R>>() != nullptr) {
+    self.demonitor(mref, flush);
+    return true;
+  }
+  if (auto* d = m.template get_if<down>()) {
+    const auto k = d->reason == exit_reason::noproc() ? call_error::kind::noproc
+                                                      : call_error::kind::server_exited;
+    throw fail(k, d->reason);
+  }
+  self.demonitor(mref, flush);
+  return false;
+}
 
-namespace detail {
+/// The reply held by `m` (a receive result that matched reply_clause<R>), as an rvalue, so the
+/// caller's return moves it once.
+template <class R, class Received>
+decltype(auto) reply_value(Received& m) {
+  if constexpr (std::is_void_v<R>) {
+    return;
+  } else {
+    return std::move(m.template get_if<call_reply<R>>()->value);
+  }
+}
+
 /// GCC 12 miscompiles an aggregate temporary with a destructor inside a co_await expression
 /// (double free). Such a request must be passed as a named variable there.
 template <class Req>
@@ -901,36 +938,13 @@ task<reply_of_t<std::decay_t<Req>>> call(
   if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
   if (to == self.self())
     throw fail(call_error::kind::calling_self, exit_reason::error("calling_self"));
-  const ref mref = self.monitor(to, marked);
-  detail::send_node(*detail::runtime_of(self), to,
-                    detail::make_call<S>(self.self(), mref, std::forward<Req>(req)));
+  const ref mref = detail::send_call<S>(self, to, std::forward<Req>(req));
   auto m = co_await self.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
                                  detail::timeout_clause(timeout));
-  if (auto* r = m.template get_if<detail::call_reply<R>>()) {
-    self.demonitor(mref, flush);
-    if constexpr (std::is_void_v<R>) {
-      co_return;
-    } else {
-      co_return std::move(r->value);
-    }
-  }
-  if (auto* d = m.template get_if<down>()) {
-    const auto k = d->reason == exit_reason::noproc() ? call_error::kind::noproc
-                                                      : call_error::kind::server_exited;
-    throw fail(k, d->reason);
-  }
-  // Timeout: stop the monitor (which also makes a late reply be dropped), then take a reply that
-  // arrived just in time (§4.2 rule 9).
-  self.demonitor(mref, flush);
+  if (detail::reply_arrived<R>(self, m, mref, fail)) co_return detail::reply_value<R>(m);
   auto late =
       co_await self.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
-  if (auto* r = late.template get_if<detail::call_reply<R>>()) {
-    if constexpr (std::is_void_v<R>) {
-      co_return;
-    } else {
-      co_return std::move(r->value);
-    }
-  }
+  if (late.template get_if<detail::call_reply<R>>()) co_return detail::reply_value<R>(late);
   throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
 }
 
@@ -948,52 +962,30 @@ reply_of_t<std::decay_t<Req>> call(
     return detail::make_call_error(k, std::move(r), server.to_string(), typeid(D).name(), timeout);
   };
   if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
-  const ref mref = me.monitor(to, marked);
-  detail::send_node(*detail::runtime_of(me), to,
-                    detail::make_call<S>(me.self(), mref, std::forward<Req>(req)));
+  const ref mref = detail::send_call<S>(me, to, std::forward<Req>(req));
   auto m = me.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
                       detail::timeout_clause(timeout));
-  if (auto* r = m.template get_if<detail::call_reply<R>>()) {
-    me.demonitor(mref, flush);
-    if constexpr (std::is_void_v<R>) {
-      return;
-    } else {
-      return std::move(r->value);
-    }
-  }
-  if (auto* d = m.template get_if<down>()) {
-    const auto k = d->reason == exit_reason::noproc() ? call_error::kind::noproc
-                                                      : call_error::kind::server_exited;
-    throw fail(k, d->reason);
-  }
-  me.demonitor(mref, flush);
+  if (detail::reply_arrived<R>(me, m, mref, fail)) return detail::reply_value<R>(m);
   auto late = me.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
-  if (auto* r = late.template get_if<detail::call_reply<R>>()) {
-    if constexpr (std::is_void_v<R>) {
-      return;
-    } else {
-      return std::move(r->value);
-    }
-  }
+  if (late.template get_if<detail::call_reply<R>>()) return detail::reply_value<R>(late);
   throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
 }
 
 /// An outstanding asynchronous request (gen_server:send_request/2), typed by its reply. Holds
-/// the monitor that makes the reply deliverable; receive_response consumes it.
+/// the monitor that makes the reply deliverable; receive_response consumes it. A default or
+/// unresolved request_id (the server was not found) makes receive_response fail with noproc.
 template <class R>
 class request_id {
  public:
   request_id() = default;
   /// Made by send_request.
-  request_id(ref m, pid s, std::string text) : monitor_(m), server_(s), text_(std::move(text)) {}
+  request_id(ref m, std::string text) : monitor_(m), text_(std::move(text)) {}
   ref monitor() const noexcept { return monitor_; }
-  pid server() const noexcept { return server_; }
   /// The server as it was addressed, for error messages.
   const std::string& server_text() const noexcept { return text_; }
 
  private:
   ref monitor_;
-  pid server_;
   std::string text_;
 };
 
@@ -1008,11 +1000,9 @@ request_id<reply_of_t<std::decay_t<Req>>> send_request(basic_process& self, serv
                 "send_request: the server has no handle_call(const Req&, from<Reply>) for this "
                 "request");
   const pid to = detail::resolve_server(self, server);
-  if (!to) return request_id<reply_of_t<D>>(ref(), pid(), server.to_string());
-  const ref mref = self.monitor(to, marked);
-  detail::send_node(*detail::runtime_of(self), to,
-                    detail::make_call<S>(self.self(), mref, std::forward<Req>(req)));
-  return request_id<reply_of_t<D>>(mref, to, server.to_string());
+  if (!to) return request_id<reply_of_t<D>>(ref(), server.to_string());
+  return request_id<reply_of_t<D>>(detail::send_call<S>(self, to, std::forward<Req>(req)),
+                                   server.to_string());
 }
 
 /// gen_server:receive_response/2: waits up to `timeout` for the reply of `id`. Throws
@@ -1028,29 +1018,10 @@ task<R> receive_response(process& self, request_id<R> id,
   const ref mref = id.monitor();
   auto m = co_await self.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
                                  detail::timeout_clause(timeout));
-  if (auto* r = m.template get_if<detail::call_reply<R>>()) {
-    self.demonitor(mref, flush);
-    if constexpr (std::is_void_v<R>) {
-      co_return;
-    } else {
-      co_return std::move(r->value);
-    }
-  }
-  if (auto* d = m.template get_if<down>()) {
-    const auto k = d->reason == exit_reason::noproc() ? call_error::kind::noproc
-                                                      : call_error::kind::server_exited;
-    throw fail(k, d->reason);
-  }
-  self.demonitor(mref, flush);
+  if (detail::reply_arrived<R>(self, m, mref, fail)) co_return detail::reply_value<R>(m);
   auto late =
       co_await self.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
-  if (auto* r = late.template get_if<detail::call_reply<R>>()) {
-    if constexpr (std::is_void_v<R>) {
-      co_return;
-    } else {
-      co_return std::move(r->value);
-    }
-  }
+  if (late.template get_if<detail::call_reply<R>>()) co_return detail::reply_value<R>(late);
   throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
 }
 
