@@ -1,4 +1,4 @@
-// Cost axis: selective receive against a backlog (SEMANTICS §1.3).
+// Cost axis: selective receive against a backlog (spec §1.3).
 #include <algorithm>
 #include <random>
 #include <vector>

@@ -79,7 +79,7 @@ void BM_StartChild(benchmark::State& st) {
 BENCHMARK(BM_StartChild)->UseManualTime();
 
 // One iteration: one child start by a DynamicSupervisor that has `backlog` more start_child
-// requests queued behind it (SEMANTICS §7.2 rule 11a, the outage). Setup: a first request's
+// requests queued behind it (spec §7.2 rule 11a, the outage). Setup: a first request's
 // start function holds the supervisor until `measured + backlog` client processes have queued
 // their requests, then the clock starts; it stops when the first `measured` children have run
 // their init. With ack_wait::scan each start examines the whole queue (O(backlog)); with

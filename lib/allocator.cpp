@@ -20,6 +20,15 @@ BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 namespace {
 
+// Sized delete where the compiler offers it (Clang needs -fsized-deallocation for that).
+void free_large(void* p, [[maybe_unused]] std::size_t size) noexcept {
+#if defined(__cpp_sized_deallocation)
+  ::operator delete(p, size);
+#else
+  ::operator delete(p);
+#endif
+}
+
 #if defined(BEAMLET_SYSTEM_ALLOCATOR)
 
 std::atomic<std::int64_t> g_live{0};
@@ -34,7 +43,7 @@ void* allocate(std::size_t size) {
 
 void deallocate(void* p, std::size_t size) noexcept {
   g_live.fetch_sub(1, std::memory_order_relaxed);
-  ::operator delete(p, size);
+  free_large(p, size);
 }
 
 std::int64_t live_blocks() noexcept {
@@ -232,7 +241,7 @@ void deallocate(void* p, std::size_t size) noexcept {
   }
   tc.live.store(tc.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   if (size > max_small) {
-    ::operator delete(p, size);
+    free_large(p, size);
     return;
   }
   const std::size_t c = class_of(size);

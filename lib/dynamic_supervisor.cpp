@@ -1,4 +1,4 @@
-// DynamicSupervisor (SEMANTICS §7), a gen_server like Elixir's.
+// DynamicSupervisor (spec §7), a gen_server like Elixir's.
 #include <beamlet/dynamic_supervisor.hpp>
 
 #include <map>
@@ -346,56 +346,63 @@ start_result dynamic_supervisor::start_link(mailbox& me, supervisor_options opts
 
 task<sup_result<start_result>> dynamic_supervisor::start_child(process& self,
                                                                dynamic_supervisor_ref sup,
-                                                               child_spec spec) {
+                                                               child_spec spec,
+                                                               timeout_value timeout) {
   if (auto e = detail::check_dynamic_spec(spec))
     co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
   detail::dyn_start_child req{std::move(spec)};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
 task<sup_result<void>> dynamic_supervisor::terminate_child(process& self,
-                                                           dynamic_supervisor_ref sup, pid child) {
+                                                           dynamic_supervisor_ref sup, pid child,
+                                                           timeout_value timeout) {
   const detail::dyn_terminate_child req{child};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
 task<std::vector<child_info>> dynamic_supervisor::which_children(process& self,
-                                                                 dynamic_supervisor_ref sup) {
-  co_return co_await call(self, sup, detail::dyn_which_children{}, std::nullopt);
+                                                                 dynamic_supervisor_ref sup,
+                                                                 timeout_value timeout) {
+  co_return co_await call(self, sup, detail::dyn_which_children{}, timeout);
 }
 
-task<child_counts> dynamic_supervisor::count_children(process& self, dynamic_supervisor_ref sup) {
-  co_return co_await call(self, sup, detail::dyn_count_children{}, std::nullopt);
+task<child_counts> dynamic_supervisor::count_children(process& self, dynamic_supervisor_ref sup,
+                                                      timeout_value timeout) {
+  co_return co_await call(self, sup, detail::dyn_count_children{}, timeout);
 }
 
-task<> dynamic_supervisor::stop(process& self, dynamic_supervisor_ref sup, exit_reason reason) {
-  co_await beamlet::stop(self, sup, std::move(reason));
+task<> dynamic_supervisor::stop(process& self, dynamic_supervisor_ref sup, exit_reason reason,
+                                timeout_value timeout) {
+  co_await beamlet::stop(self, sup, std::move(reason), timeout);
 }
 
 sup_result<start_result> dynamic_supervisor::start_child(mailbox& me, dynamic_supervisor_ref sup,
-                                                         child_spec spec) {
+                                                         child_spec spec, timeout_value timeout) {
   if (auto e = detail::check_dynamic_spec(spec))
     return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
   detail::dyn_start_child req{std::move(spec)};
-  return call(me, sup, req, std::nullopt);
+  return call(me, sup, req, timeout);
 }
 
 sup_result<void> dynamic_supervisor::terminate_child(mailbox& me, dynamic_supervisor_ref sup,
-                                                     pid child) {
-  return call(me, sup, detail::dyn_terminate_child{child}, std::nullopt);
+                                                     pid child, timeout_value timeout) {
+  return call(me, sup, detail::dyn_terminate_child{child}, timeout);
 }
 
-std::vector<child_info> dynamic_supervisor::which_children(mailbox& me,
-                                                           dynamic_supervisor_ref sup) {
-  return call(me, sup, detail::dyn_which_children{}, std::nullopt);
+std::vector<child_info> dynamic_supervisor::which_children(mailbox& me, dynamic_supervisor_ref sup,
+                                                           timeout_value timeout) {
+  return call(me, sup, detail::dyn_which_children{}, timeout);
 }
 
-child_counts dynamic_supervisor::count_children(mailbox& me, dynamic_supervisor_ref sup) {
-  return call(me, sup, detail::dyn_count_children{}, std::nullopt);
+child_counts dynamic_supervisor::count_children(mailbox& me, dynamic_supervisor_ref sup,
+                                                timeout_value timeout) {
+  return call(me, sup, detail::dyn_count_children{}, timeout);
 }
 
-void dynamic_supervisor::stop(mailbox& me, dynamic_supervisor_ref sup, exit_reason reason) {
-  beamlet::stop(me, sup, std::move(reason));
+void dynamic_supervisor::stop(mailbox& me, dynamic_supervisor_ref sup, exit_reason reason,
+                              timeout_value timeout) {
+  beamlet::stop(me, sup, std::move(reason), timeout);
 }
 
 start_function dynamic_supervisor_start(dynamic_supervisor_flags flags, supervisor_options opts) {

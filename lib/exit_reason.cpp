@@ -46,19 +46,36 @@ exit_reason exit_reason::exception(std::string type_name, std::string what) {
   return exit_reason(kind::exception, p);
 }
 
-exit_reason exit_reason::from_exception(const std::exception_ptr& e) {
+// What every exception turns into when memory for a better reason cannot be had: built at
+// program start and never freed (its count never reaches zero), so no allocation is needed.
+exit_reason::payload exit_reason::out_of_memory_{
+    {1}, "out of memory while recording an exit reason", "std::bad_alloc"};
+
+exit_reason exit_reason::from_exception(const std::exception_ptr& e) noexcept {
   if (!e) return normal();
   try {
-    std::rethrow_exception(e);
-  } catch (const exit_exception& x) {
-    return x.reason();
-  } catch (const std::exception& x) {
-    return exception(detail::demangle(typeid(x).name()), x.what());
+    try {
+      std::rethrow_exception(e);
+    } catch (const exit_exception& x) {
+      return x.reason();
+    } catch (const std::exception& x) {
+      // what() may legally return anything, null included.
+      const char* w = x.what();
+      return exception(detail::demangle(typeid(x).name()), w != nullptr ? std::string(w) : "");
+    } catch (const char* s) {
+      return exception("const char*", s != nullptr ? std::string(s) : "");
+    } catch (const std::string& s) {
+      return exception(detail::demangle(typeid(std::string).name()), s);
+    } catch (...) {
+      const std::type_info* t = abi::__cxa_current_exception_type();
+      return exception(t != nullptr ? detail::demangle(t->name()) : std::string("unknown"),
+                       std::string());
+    }
   } catch (...) {
-    const std::type_info* t = abi::__cxa_current_exception_type();
-    return exception(t != nullptr ? detail::demangle(t->name()) : std::string("unknown"),
-                     std::string());
+    // Building the reason failed (out of memory, or a demangler failure).
   }
+  out_of_memory_.refs.fetch_add(1, std::memory_order_relaxed);
+  return exit_reason(kind::exception, &out_of_memory_);
 }
 
 exit_reason::exit_reason(const exit_reason& o) noexcept : kind_(o.kind_), payload_(o.payload_) {

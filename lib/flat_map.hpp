@@ -1,4 +1,6 @@
 // An open-addressing hash map from non-zero 64-bit ids (pid serials, ref values) to small values.
+// Key 0 marks an empty slot, so it is never a key: find/contains/erase report it absent and
+// insert refuses it. That is what lets a null pid or ref reach any entry point harmlessly.
 // Linear probing with backward-shift deletion: no tombstones, so a process that links and
 // unlinks forever keeps a small table, and an emptied large map frees its slots. The 16-byte header
 // lives inside the process; slots come from beamlet's allocator. Used for links and monitors,
@@ -35,7 +37,7 @@ class flat_map {
   bool empty() const noexcept { return size_ == 0; }
 
   V* find(std::uint64_t key) noexcept {
-    if (size_ == 0) return nullptr;
+    if (size_ == 0 || key == 0) return nullptr;
     for (std::uint32_t i = index(key);; i = (i + 1) & mask()) {
       if (slots_[i].key == key) return &slots_[i].value;
       if (slots_[i].key == 0) return nullptr;
@@ -44,8 +46,9 @@ class flat_map {
   bool contains(std::uint64_t key) noexcept { return find(key) != nullptr; }
 
   /// Inserts (key, value) unless key is present. Returns the new value, or null if the key
-  /// was already present.
+  /// was already present or is 0.
   V* insert(std::uint64_t key, V value) {
+    if (key == 0) return nullptr;
     if ((size_ + 1) * 4 > capacity_ * 3) grow();
     for (std::uint32_t i = index(key);; i = (i + 1) & mask()) {
       if (slots_[i].key == key) return nullptr;
@@ -60,7 +63,7 @@ class flat_map {
 
   /// Removes key; returns true if it was present. `out` receives the value.
   bool erase(std::uint64_t key, V* out = nullptr) noexcept {
-    if (size_ == 0) return false;
+    if (size_ == 0 || key == 0) return false;
     std::uint32_t i = index(key);
     for (;; i = (i + 1) & mask()) {
       if (slots_[i].key == key) break;

@@ -28,9 +28,10 @@ std::ostream& operator<<(std::ostream& os, const start_result& r) {
 namespace detail {
 
 call_error make_call_error(call_error::kind k, exit_reason reason, const std::string& server,
-                           const char* request, std::optional<std::chrono::milliseconds> t) {
+                           const char* request, timeout_value t) {
   // Erlang wraps the reason as {Reason, {gen_server, call, [Server, Request, Timeout]}}.
-  const std::string timeout = t ? std::to_string(t->count()) : std::string("infinity");
+  const auto ms = t.milliseconds();
+  const std::string timeout = ms ? std::to_string(*ms) : std::string("infinity");
   std::string term = concat({"{", reason.to_string(), ",{gen_server,call,[", server, ",",
                              demangle(request), ",", timeout, "]}}"});
   return call_error(k, std::move(reason), exit_reason::error(std::move(term)));

@@ -64,7 +64,7 @@ void receive_blocking(proc* p, receive_op& op) {
   if (p->exiting) die(p);
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
   const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
-  if (op.has_timeout && !poll) op.deadline = clock::now() + op.timeout;
+  if (op.has_timeout && !poll) op.deadline = deadline_after(clock::now(), op.timeout);
   struct end_guard {
     proc* p;
     receive_op& op;

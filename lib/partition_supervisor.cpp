@@ -1,4 +1,4 @@
-// PartitionSupervisor (SEMANTICS §8): a static supervisor of N partition children plus a
+// PartitionSupervisor (spec §8): a static supervisor of N partition children plus a
 // routing table per supervisor.
 #include <beamlet/partition_supervisor.hpp>
 
@@ -117,34 +117,26 @@ start_function recording_start(start_function inner, int p, int n) {
   };
 }
 
-/// The children of §8.1 rule 2, built in the caller so bad options raise there.
-std::vector<child_spec> partition_children(const partition_supervisor_options& o, int n) {
+/// The children of §8.1 rule 2, built in the caller, or the error that bad options give
+/// (reported like a supervisor's bad flags: see docs/errors.md).
+expected<std::vector<child_spec>, exit_reason> partition_children(
+    const partition_supervisor_options& o, const runtime_core& rt) {
+  auto bad = [](std::string term) { return unexpected(exit_reason::error(std::move(term))); };
+  if (o.name.empty()) return bad("{supervisor_data,missing_name}");
+  if (!o.child.start) return bad("{supervisor_data,missing_child}");
+  const int n = o.partitions.value_or(default_partitions(rt));
+  if (n <= 0)
+    return bad(concat({"{supervisor_data,{invalid_partitions,", std::to_string(n), "}}"}));
   std::vector<child_spec> children;
   children.reserve(static_cast<std::size_t>(n));
   for (int p = 0; p < n; ++p) {
     child_spec s = o.with_arguments ? o.with_arguments(o.child, p) : o.child;
-    if (!s.start)
-      throw std::invalid_argument(concat(
-          {"the call to the function in with_arguments must return a child spec with a start "
-           "function, got none for partition ",
-           std::to_string(p)}));
+    if (!s.start) return bad(concat({"{start_spec,{missing_start,", std::to_string(p), "}}"}));
     s.id = std::to_string(p);
     s.start = recording_start(std::move(s.start), p, n);
     children.push_back(std::move(s));
   }
   return children;
-}
-
-int checked_partitions(const partition_supervisor_options& o, const runtime_core& rt) {
-  if (o.name.empty())
-    throw std::invalid_argument("the name option must be given to partition_supervisor");
-  if (!o.child.start)
-    throw std::invalid_argument("the child option must be given to partition_supervisor");
-  const int n = o.partitions.value_or(default_partitions(rt));
-  if (n <= 0)
-    throw std::invalid_argument(
-        concat({"the partitions option must be a positive integer, got: ", std::to_string(n)}));
-  return n;
 }
 
 supervisor_flags flags_of(const partition_supervisor_options& o) {
@@ -158,20 +150,20 @@ supervisor_flags flags_of(const partition_supervisor_options& o) {
 
 task<start_result> partition_supervisor::start_link(process& self,
                                                     const partition_supervisor_options& opts) {
-  const int n = detail::checked_partitions(opts, *detail::runtime_of(self));
-  std::vector<child_spec> children = detail::partition_children(opts, n);
+  auto children = detail::partition_children(opts, *detail::runtime_of(self));
+  if (!children) co_return start_result::error(children.error());
   const supervisor_flags f = detail::flags_of(opts);
   const std::string name = opts.name;
   const supervisor_options so{name, opts.timeout, opts.wait};
-  co_return co_await supervisor::start_link(self, so, f, std::move(children));
+  co_return co_await supervisor::start_link(self, so, f, std::move(*children));
 }
 
 start_result partition_supervisor::start_link(mailbox& me,
                                               const partition_supervisor_options& opts) {
-  const int n = detail::checked_partitions(opts, *detail::runtime_of(me));
-  std::vector<child_spec> children = detail::partition_children(opts, n);
+  auto children = detail::partition_children(opts, *detail::runtime_of(me));
+  if (!children) return start_result::error(children.error());
   const supervisor_flags f = detail::flags_of(opts);
-  supervisor_init_fn init = [f, children = std::move(children)]() {
+  supervisor_init_fn init = [f, children = std::move(*children)]() {
     return supervisor_init(f, children);
   };
   return supervisor::start_link(me, supervisor_options{opts.name, opts.timeout, opts.wait},
@@ -205,23 +197,37 @@ pid partition_supervisor::whereis(process& self, std::string_view name, const pa
 }
 
 task<std::vector<child_info>> partition_supervisor::which_children(process& self,
-                                                                   supervisor_ref sup) {
-  co_return co_await supervisor::which_children(self, std::move(sup));
+                                                                   supervisor_ref sup,
+                                                                   timeout_value timeout) {
+  co_return co_await supervisor::which_children(self, std::move(sup), timeout);
 }
 
-task<child_counts> partition_supervisor::count_children(process& self, supervisor_ref sup) {
-  co_return co_await supervisor::count_children(self, std::move(sup));
+task<child_counts> partition_supervisor::count_children(process& self, supervisor_ref sup,
+                                                        timeout_value timeout) {
+  co_return co_await supervisor::count_children(self, std::move(sup), timeout);
 }
 
-task<> partition_supervisor::stop(process& self, supervisor_ref sup, exit_reason reason) {
+task<> partition_supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
+                                  timeout_value timeout) {
   const pid p = detail::resolve_server(self, sup);
-  co_await supervisor::stop(self, std::move(sup), std::move(reason));
+  co_await supervisor::stop(self, std::move(sup), std::move(reason), timeout);
   detail::runtime_of(self)->partitions.erase(p);
 }
 
-void partition_supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason) {
+std::vector<child_info> partition_supervisor::which_children(mailbox& me, supervisor_ref sup,
+                                                             timeout_value timeout) {
+  return supervisor::which_children(me, std::move(sup), timeout);
+}
+
+child_counts partition_supervisor::count_children(mailbox& me, supervisor_ref sup,
+                                                  timeout_value timeout) {
+  return supervisor::count_children(me, std::move(sup), timeout);
+}
+
+void partition_supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason,
+                                timeout_value timeout) {
   const pid p = detail::resolve_server(me, sup);
-  supervisor::stop(me, std::move(sup), std::move(reason));
+  supervisor::stop(me, std::move(sup), std::move(reason), timeout);
   detail::runtime_of(me)->partitions.erase(p);
 }
 

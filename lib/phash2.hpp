@@ -1,5 +1,5 @@
 // erlang:phash2/2 for binaries, bit-exact, so a string key routes to the same partition as the
-// same binary key does in Elixir's PartitionSupervisor (SEMANTICS §8.3 rule 9).
+// same binary key does in Elixir's PartitionSupervisor (spec §8.3 rule 9).
 #pragma once
 
 #include <cstdint>

@@ -152,7 +152,7 @@ runtime_core* runtime_of(const basic_process& p) noexcept {
   return p.rt_;
 }
 
-ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration delay) {
+ref send_node_after(runtime_core& rt, pid to, message_node* n, timeout_value delay) {
   return rt.timers.send_after(to, n, delay);
 }
 
@@ -164,6 +164,7 @@ ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration d
 using detail::pin;
 
 std::optional<std::chrono::nanoseconds> basic_process::cancel_timer(ref timer) const {
+  if (!timer) return std::nullopt;
   return rt_->timers.cancel_send_after(timer);
 }
 
@@ -171,17 +172,17 @@ void basic_process::link(pid other) {
   detail::proc* p = p_;
   if (other == self_) return;
   auto& links = p->links;
-  if (links.contains(other.serial())) return;
-  links.insert(other.serial(), {});
-  bool delivered;
-  {
+  bool delivered = false;
+  if (other) {  // the null pid names no process: it is never recorded
+    if (links.contains(other.serial())) return;
+    links.insert(other.serial(), {});
     pin guard(*rt_);
-    delivered = other && detail::deliver(*rt_, other,
-                                         detail::make_node<detail::link_signal>(
-                                             detail::link_tag, detail::link_signal{self_}));
+    delivered = detail::deliver(
+        *rt_, other,
+        detail::make_node<detail::link_signal>(detail::link_tag, detail::link_signal{self_}));
   }
   if (delivered) return;
-  // The peer is gone (SEMANTICS §2 rule 2, OTP 25).
+  // The peer is gone (spec §2 rule 2, OTP 25).
   links.erase(other.serial());
   if (p->trap) {
     detail::self_deliver(p, detail::make_message(exit_message{other, exit_reason::noproc()}));
@@ -192,7 +193,7 @@ void basic_process::link(pid other) {
 
 void basic_process::unlink(pid other) noexcept {
   detail::proc* p = p_;
-  if (!p->links.erase(other.serial())) return;
+  if (!other || !p->links.erase(other.serial())) return;
   try {
     pin guard(*rt_);
     detail::deliver(
@@ -216,6 +217,7 @@ void basic_process::exit(pid target, const exit_reason& reason) {
     }
     throw exit_exception(reason);  // `normal` too: exit(self(), normal) ends the caller
   }
+  if (!target) return;  // names no process: like a dead one, no effect
   pin guard(*rt_);
   detail::deliver(*rt_, target,
                   detail::make_node<detail::exit_signal>(
@@ -262,7 +264,7 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
     detail::self_deliver(
         p, detail::make_message(down{ref(r), target, exit_reason::noproc(), std::move(n)}));
   };
-  if (target == p->id()) {  // monitoring oneself creates no entry (SEMANTICS §3 rule 7)
+  if (target == p->id()) {  // monitoring oneself creates no entry (spec §3 rule 7)
     delete name;
     return ref(r);
   }
@@ -319,7 +321,7 @@ ref basic_process::monitor(std::string_view name) {
 bool basic_process::demonitor(ref r) noexcept {
   detail::proc* p = p_;
   detail::monitor_entry e;
-  if (!p->monitors.erase(r.value(), &e)) return false;
+  if (!r || !p->monitors.erase(r.value(), &e)) return false;
   {
     pin guard(*rt_);
     detail::drop_monitor(*rt_, r.value(), e);
@@ -333,6 +335,7 @@ bool basic_process::demonitor(ref r, flush_t) noexcept {
   // So if the monitor was still active, no DOWN can be queued (one still in flight is dropped
   // at the door): the common case, as after every call, costs no scan at all.
   if (demonitor(r)) return true;
+  if (!r) return false;
   detail::proc* p = p_;
   try {
     detail::drain(p);
@@ -354,6 +357,7 @@ std::error_code basic_process::register_name(std::string_view name) {
 }
 
 bool basic_process::is_alive(pid p) const noexcept {
+  if (!p) return false;
   pin guard(*rt_);
   detail::proc* q = rt_->table.lookup(p);
   return q != nullptr && q->inbox.load(std::memory_order_acquire) != detail::closed_mark;

@@ -1,4 +1,4 @@
-// Ending a process (SEMANTICS §2 rule 4, §3 rules 2 and 6, §9 rule 4).
+// Ending a process (spec §2 rule 4, §3 rules 2 and 6, §9 rule 4).
 #include <utility>
 
 #include "process_ops.hpp"
@@ -94,7 +94,7 @@ void exit_process(proc* p, exit_reason reason) noexcept {
   p->op = nullptr;
 
   // 1. Frames and body first: destructors may still send, and what a process sent before it
-  //    died must reach its watchers before its DOWN (SEMANTICS §1.1 rule 3).
+  //    died must reach its watchers before its DOWN (spec §1.1 rule 3).
   if (p->body) {
     p->body.destroy();
     p->body = {};
@@ -111,8 +111,11 @@ void exit_process(proc* p, exit_reason reason) noexcept {
   // 2. Close the inbox: from now on every push fails, so nothing can be left behind in it.
   //    What was held back by drain(until_kill) is older than what is still in the inbox.
   settle(p, std::exchange(p->deferred, nullptr));
-  settle(p, in_arrival_order(p->inbox.exchange(closed_mark, std::memory_order_acq_rel)));
+  settle(p, in_arrival_order(p->inbox.exchange(closed_mark, std::memory_order_seq_cst)));
   p->queue.clear();
+  // Timers aimed at a dead process would only be dropped when they fire: cancel them now, as
+  // BEAM does. The flag is read after the inbox is closed (see timer_service::send_after).
+  if (p->timers_aimed.load(std::memory_order_seq_cst)) rt.timers.cancel_aimed_at(p->id());
 
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.
   rt.names.release(p);

@@ -34,7 +34,7 @@ enum class drain_mode {
 /// A receive drains with until_kill: the messages that arrived before a killing exit signal are
 /// delivered first (per-pair order), so a receive they satisfy completes, and the process dies
 /// at its next suspension point. This is what makes a non-trapping starter die *after*
-/// start_link has returned the {error, R} its child acked (SEMANTICS §4.1 rule 3).
+/// start_link has returned the {error, R} its child acked (spec §4.1 rule 3).
 void drain(proc* p, drain_mode mode = drain_mode::all);
 /// Parks p in its current receive unless something arrived. True when parked: from then on
 /// another thread may own p.

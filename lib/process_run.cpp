@@ -2,10 +2,11 @@
 //
 // A process is resumed only when it can make progress: it is fresh, it yielded, or a receive it
 // is parked in has been satisfied. A parked process woken by a push first drains its inbox and
-// re-tests only the messages that arrived since it parked (the save position of SEMANTICS §1.2
+// re-tests only the messages that arrived since it parked (the save position of spec §1.2
 // rule 10), on the scheduler thread, without resuming the coroutine; if nothing matches it parks
 // again. Exit signals that kill it are acted on right there.
 #include <exception>
+#include <limits>
 
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
@@ -53,7 +54,6 @@ bool retry_receive(proc* p) {
     }
     if (done) {
       disarm_timer(p);
-      --p->reductions;
       p->state = run_state::ready;
       return true;
     }
@@ -79,8 +79,6 @@ exit_reason reason_of_finished(proc* p) {
 
 }  // namespace
 
-thread_local std::uintptr_t stack_floor = 0;
-
 namespace {
 thread_local proc* tls_running = nullptr;
 
@@ -90,11 +88,11 @@ class running_scope {
   explicit running_scope(proc* p) noexcept {
     tls_running = p;
     const auto base = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    stack_floor = base > stack_budget ? base - stack_budget : 0;
+    this_run.stack_floor = base > stack_budget ? base - stack_budget : 0;
   }
   ~running_scope() {
     tls_running = nullptr;
-    stack_floor = 0;
+    this_run.stack_floor = 0;
   }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;
@@ -103,7 +101,11 @@ class running_scope {
 
 std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexcept {
   proc* p = tls_running;
-  if (p == nullptr) return h;  // not in a process: nothing to yield to
+  if (p == nullptr) {
+    // Not in a process (a task driven by hand): nothing to yield to; keep the count sane.
+    this_run.budget = std::numeric_limits<int>::max();
+    return h;
+  }
   p->resume_point = h;
   p->suspend = suspend_kind::yield;
   return std::noop_coroutine();
@@ -111,7 +113,7 @@ std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexc
 
 void run_process(worker& w, proc* p) {
   const running_scope scope(p);
-  p->reductions = p->rt()->options.reductions;
+  this_run.budget = p->rt()->options.reductions;
   if (p->state == run_state::waiting) {
     if (!retry_receive(p)) return;
   } else {
@@ -163,7 +165,7 @@ void run_process(worker& w, proc* p) {
         }
         if (try_block(p)) return;
         if (!retry_receive(p)) return;
-        if (p->reductions <= 0) {
+        if (this_run.budget <= 0) {
           w.push_back(p);
           return;
         }
@@ -179,11 +181,13 @@ void run_process(worker& w, proc* p) {
 }
 
 bool receive_begin(proc* p, receive_op& op) {
+  // Every receive is a reduction, charged up front so that one whose guard throws counts too.
+  const bool spent = --this_run.budget <= 0;
   drain(p, drain_mode::until_kill);
   if (p->exiting) return false;
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
   const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
-  if (op.has_timeout && !poll) op.deadline = clock::now() + op.timeout;
+  if (op.has_timeout && !poll) op.deadline = deadline_after(clock::now(), op.timeout);
   bool done = op.scan(p->queue);
   if (!done && p->deferred != nullptr) {
     drain(p);  // the killing signal applies: suspend, and the scheduler ends the process
@@ -196,7 +200,7 @@ bool receive_begin(proc* p, receive_op& op) {
   if (!done) return false;
   // Completed at once. Still suspend when the budget is spent, so a process that always has
   // messages cannot keep its scheduler thread (fairness).
-  return --p->reductions > 0;
+  return !spent;
 }
 
 void receive_suspend(proc* p, receive_op& op, std::coroutine_handle<> h) noexcept {

@@ -1,4 +1,4 @@
-// Inbox delivery and signal handling (SEMANTICS §1.1, §2, §3).
+// Inbox delivery and signal handling (spec §1.1, §2, §3).
 #include <utility>
 
 #include "process_ops.hpp"
@@ -21,7 +21,7 @@ void wake(proc* p) noexcept {
   }
 }
 
-// A trapped exit becomes an ordinary message (SEMANTICS §2 rule 6).
+// A trapped exit becomes an ordinary message (spec §2 rule 6).
 void trap(proc* p, pid from, exit_reason reason) {
   p->queue.push_back(make_message(exit_message{from, std::move(reason)}));
 }

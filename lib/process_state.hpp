@@ -109,7 +109,6 @@ struct proc {
   bool timeout_fired = false;
   bool external = false;
   ack_wait ack_mode = ack_wait::scan;
-  int reductions = 0;
   std::uint32_t receive_seq = 0;
   receive_op* op = nullptr;
   std::coroutine_handle<> resume_point;
@@ -130,13 +129,16 @@ struct proc {
   const std::string* reg_name = nullptr;
 
   // -- cold --------------------------------------------------------------------------------------
+  /// Set (never cleared) once a send_after timer was aimed at this process: its exit then
+  /// cancels those timers (timer_service::cancel_aimed_at).
+  std::atomic<bool> timers_aimed{false};
   std::uint32_t alloc_size;
   void (*destroy_body)(void*) noexcept = nullptr;
   timer_entry timer;  ///< the receive timeout, armed while blocked in a receive with `after`
 
   /// The body (a copy of the callable) follows the process in the same allocation, at
   /// proc_body_offset.
-  static constexpr std::size_t body_alignment = 16;
+  static constexpr std::size_t body_alignment = max_body_alignment;
   void* body_ptr() noexcept;
   /// A mailbox's blocking state, kept where a coroutine process keeps its body.
   external_wait& wait_state() noexcept { return *static_cast<external_wait*>(body_ptr()); }

@@ -12,8 +12,9 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-process_table::process_table(std::size_t capacity) {
-  const std::size_t cap = std::bit_ceil(capacity < 1024 ? std::size_t{1024} : capacity);
+process_table::process_table(std::size_t limit) : limit_(limit) {
+  const std::size_t wanted = limit + limit / 7 + 1;
+  const std::size_t cap = std::bit_ceil(wanted < 1024 ? std::size_t{1024} : wanted);
   mask_ = cap - 1;
   bytes_ = cap * sizeof(std::atomic<proc*>);
   void* mem = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
@@ -28,8 +29,7 @@ process_table::~process_table() {
 }
 
 void process_table::insert(proc* p, pid& out) {
-  // Keep the table at most 7/8 full so the probe for a free serial stays short.
-  if (count_.fetch_add(1, std::memory_order_relaxed) >= capacity() - capacity() / 8) {
+  if (count_.fetch_add(1, std::memory_order_relaxed) >= limit_) {
     count_.fetch_sub(1, std::memory_order_relaxed);
     throw system_limit_error("beamlet: process table full (raise runtime_options::max_processes)");
   }

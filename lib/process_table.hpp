@@ -6,7 +6,9 @@
 // pinned (epoch.hpp): the pointer they return stays valid until the caller unpins.
 //
 // The slot array is reserved with mmap and touched lazily, so capacity costs address space, not
-// resident memory.
+// resident memory. It has at least 8/7 as many slots as the limit of live processes, so the
+// table is never more than 7/8 full and the probe for a free serial stays short; the limit
+// itself is exactly what the user asked for (runtime_options::max_processes).
 #pragma once
 
 #include <atomic>
@@ -23,7 +25,8 @@ struct proc;
 
 class process_table {
  public:
-  explicit process_table(std::size_t capacity);
+  /// A table for at most `limit` live processes (limit >= 1).
+  explicit process_table(std::size_t limit);
   ~process_table();
   process_table(const process_table&) = delete;
   process_table& operator=(const process_table&) = delete;
@@ -43,6 +46,7 @@ class process_table {
 
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
   std::size_t capacity() const noexcept { return mask_ + 1; }
+  std::size_t limit() const noexcept { return limit_; }
 
   /// Calls f(proc*) for every published process. Only meaningful when processes are not being
   /// created or destroyed concurrently (shutdown); the caller must be pinned.
@@ -54,6 +58,7 @@ class process_table {
 
  private:
   std::atomic<proc*>* slots_;
+  std::size_t limit_;
   std::size_t mask_;
   std::size_t bytes_;
   std::atomic<std::uint64_t> next_serial_{1};

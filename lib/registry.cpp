@@ -12,7 +12,7 @@ namespace detail {
 
 std::error_code registry::register_name(std::string_view name, proc* p) {
   // `undefined` is what whereis answers for a free name in Erlang, so it cannot be a name
-  // (SEMANTICS §9 rule 1).
+  // (spec §9 rule 1).
   if (name.empty() || name == "undefined") return errc::invalid_name;
   std::lock_guard lock(mu_);
   if (p == nullptr) return errc::not_alive;

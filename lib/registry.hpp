@@ -1,4 +1,4 @@
-// Registered names (SEMANTICS §9): one mutex-protected map from name to pid. Registration is
+// Registered names (spec §9): one mutex-protected map from name to pid. Registration is
 // rare next to messaging, and the mutex also orders a registration against the owner's exit
 // (the owner marks itself closed under the same lock), so a name can never outlive its process.
 #pragma once

@@ -2,6 +2,8 @@
 #include <beamlet/runtime.hpp>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "process_ops.hpp"
@@ -15,6 +17,16 @@ namespace {
 
 runtime_options normalized(runtime_options o) {
   if (o.schedulers == 0) o.schedulers = std::max(1u, std::thread::hardware_concurrency());
+  if (o.schedulers > max_schedulers)
+    throw std::invalid_argument("beamlet: runtime_options::schedulers must be at most " +
+                                std::to_string(max_schedulers) + ", got " +
+                                std::to_string(o.schedulers));
+  if (o.max_processes == 0 || o.max_processes > max_process_limit)
+    throw std::invalid_argument("beamlet: runtime_options::max_processes must be in 1.." +
+                                std::to_string(max_process_limit) + ", got " +
+                                std::to_string(o.max_processes));
+  if (o.shutdown_grace < std::chrono::milliseconds::zero())
+    throw std::invalid_argument("beamlet: runtime_options::shutdown_grace must not be negative");
   if (o.reductions < 1) o.reductions = 1;
   return o;
 }
@@ -72,6 +84,11 @@ void runtime_core::retire(proc* p) noexcept {
 }
 
 void runtime_core::shutdown() {
+  if (worker* w = current_worker(); w != nullptr && &w->sched.rt() == this) {
+    // It would wait for the very process that called it to exit.
+    throw std::logic_error("beamlet: runtime::shutdown() called from inside one of its processes");
+  }
+  std::lock_guard lock(shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
   if (!started_) return;
@@ -88,8 +105,8 @@ void runtime_core::shutdown() {
       deliver(*this, t,
               make_node<exit_signal>(exit_tag, exit_signal{pid(), exit_reason::shutdown(), false}));
   }
-  const auto deadline = std::chrono::steady_clock::now() + options.shutdown_grace;
-  while (table.size() > mailboxes.load() && std::chrono::steady_clock::now() < deadline)
+  const auto deadline = deadline_after(clock::now(), options.shutdown_grace);
+  while (table.size() > mailboxes.load() && clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   // Phase 2: nothing runs any more.
@@ -141,6 +158,7 @@ void runtime::shutdown() {
 }
 
 std::optional<std::chrono::nanoseconds> runtime::cancel_timer(ref timer) {
+  if (!timer) return std::nullopt;
   return core_->timers.cancel_send_after(timer);
 }
 
@@ -149,13 +167,14 @@ std::size_t runtime::pending_timers() const noexcept {
 }
 
 void runtime::exit(pid target, const exit_reason& reason) {
+  if (!target) return;
   detail::pin guard(*core_);
   detail::deliver(*core_, target,
                   detail::make_node<detail::exit_signal>(
                       detail::exit_tag, detail::exit_signal{pid(), reason, false}));
 }
 
-std::optional<exit_reason> runtime::wait(pid target, std::chrono::milliseconds timeout) {
+std::optional<exit_reason> runtime::wait(pid target, timeout_value timeout) {
   mailbox me(*this);
   const ref r = me.monitor(target);
   auto m = me.receive(on<down>().when([r](const down& d) { return d.ref == r; }), after(timeout));
@@ -185,6 +204,7 @@ std::vector<std::string> runtime::registered() const {
 }
 
 bool runtime::is_alive(pid p) const noexcept {
+  if (!p) return false;
   detail::pin guard(*core_);
   detail::proc* q = core_->table.lookup(p);
   return q != nullptr && q->inbox.load(std::memory_order_acquire) != detail::closed_mark;

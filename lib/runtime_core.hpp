@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include <beamlet/runtime.hpp>
@@ -56,6 +57,7 @@ class runtime_core {
 
  private:
   std::atomic<std::uint32_t> refs_{1};
+  std::mutex shutdown_mu_;  // one shutdown runs; concurrent callers wait for it
   bool shut_down_ = false;
   bool started_ = false;
 };

@@ -17,8 +17,16 @@ thread_local worker* tls_worker = nullptr;
 // How many processes a worker may run from its next slot in a row before it takes the oldest
 // process of its ring instead (fairness against a ping-pong pair).
 constexpr unsigned next_slot_limit = 16;
-// A worker polls the global queue first every this many runs (a prime, as in Tokio/Go).
+// A worker polls the global queue first every this many runs (a prime, as in Tokio/Go)...
 constexpr std::uint64_t global_poll_interval = 61;
+// ...and whenever it has gone unserved this long, however long the runs are.
+constexpr std::int64_t global_max_wait_ns = 1'000'000;
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 // Quiescent-state announcement interval (runs), for epoch reclamation.
 constexpr std::uint64_t quiescent_interval = 16;
 // Spin rounds before parking; each round looks for work everywhere.
@@ -128,6 +136,7 @@ void scheduler::spawned(proc* p) {
 
 void scheduler::push_global(proc* const* ps, std::size_t n) {
   std::lock_guard lock(global_mu_);
+  if (global_.empty()) global_since_.store(now_ns(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < n; ++i) global_.push_back(ps[i]);
   global_size_.fetch_add(n, std::memory_order_release);
 }
@@ -147,6 +156,7 @@ proc* scheduler::pop_global(worker& w) {
     ++taken;
   }
   global_size_.fetch_sub(taken, std::memory_order_release);
+  if (!global_.empty()) global_since_.store(now_ns(), std::memory_order_relaxed);
   if (taken > 1) w.pushed = true;
   return p;
 }
@@ -168,7 +178,11 @@ proc* scheduler::steal(worker& w) {
 
 proc* scheduler::next(worker& w) {
   ++w.ticks;
-  if (w.ticks % global_poll_interval == 0) {
+  // The clock is read only while the global queue holds something: a worker busy with its own
+  // processes pays one relaxed load per run otherwise.
+  if (global_size_.load(std::memory_order_relaxed) != 0 &&
+      (w.ticks % global_poll_interval == 0 ||
+       now_ns() - global_since_.load(std::memory_order_relaxed) > global_max_wait_ns)) {
     if (proc* p = pop_global(w)) return p;
   }
   if (w.next_slot != nullptr) {

@@ -7,8 +7,10 @@
 // to the back of the ring. Idle
 // workers steal half of a victim's ring, and look at the global queue, which receives wake-ups
 // from non-worker threads and ring overflow. The next-slot chain is capped so two processes
-// ping-ponging cannot starve the ring, and the global queue is polled every 61 runs so it cannot
-// starve either.
+// ping-ponging cannot starve the ring, and the global queue is polled every 61 runs, and also
+// as soon as it has gone unserved for global_max_wait, so it cannot starve either: a process
+// spawned or woken from an outside thread waits at most about global_max_wait plus one run of
+// whatever process each worker is running (runs are bounded by the reduction budget).
 //
 // A worker with nothing to do spins briefly, then parks on a futex (std::atomic::wait) and uses
 // no CPU. Work pushed where a parked worker could take it wakes one, at most once per process run.
@@ -107,6 +109,9 @@ class scheduler {
   std::mutex global_mu_;
   std::deque<proc*> global_;
   std::atomic<std::size_t> global_size_{0};
+  /// Steady-clock nanoseconds since the global queue was last empty or last served: entries
+  /// older than global_max_wait are taken before the local queues.
+  std::atomic<std::int64_t> global_since_{0};
 
   std::mutex idle_mu_;
   std::vector<worker*> idle_;

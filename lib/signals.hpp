@@ -1,5 +1,5 @@
 // The signals processes exchange besides messages. They travel through the same inbox as
-// messages, which is what gives every signal kind the per-pair ordering of SEMANTICS §1.1
+// messages, which is what gives every signal kind the per-pair ordering of spec §1.1
 // rule 1, and they are acted on when the receiver drains its inbox, never queued as messages.
 #pragma once
 

@@ -29,6 +29,11 @@ task<start_result> start_child_process(process& self, const child_spec& spec,
     co_return start_result::error(
         exit_reason::error(concat({"{'EXIT',", failed->to_string(), "}"})));
   }
+  // {ok, undefined} is not a start: OTP's supervisors accept {ok, Pid} only for a pid and
+  // report anything else as {error, Value}.
+  if (r.is_ok() && !r.pid())
+    co_return start_result::error(
+        exit_reason::error(r.has_info() ? "{ok,undefined,Info}" : "{ok,undefined}"));
   co_return r;
 }
 

@@ -24,18 +24,19 @@ enum class start_failure_style {
 };
 
 /// Runs a child's start function inside the supervisor process `self`. `spec` and `extra`
-/// must stay in place until the returned task completes.
+/// must stay in place until the returned task completes. An `ok` result without a pid is
+/// turned into {error, {ok,undefined}}, as OTP's supervisors do for a non-pid.
 task<start_result> start_child_process(process& self, const child_spec& spec,
                                        const extra_arguments& extra, start_failure_style style);
 
-/// Stops one child as OTP's supervisor:shutdown/2 does (SEMANTICS §6.2 rule 5): monitor, unlink,
+/// Stops one child as OTP's supervisor:shutdown/2 does (spec §6.2 rule 5): monitor, unlink,
 /// take an EXIT that is already queued, else signal (kill for brutal_kill, shutdown otherwise),
 /// wait up to the shutdown time for the DOWN, kill and wait again on timeout. Returns the
 /// child's exit reason.
 task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec);
 
 /// The restart intensity window: timestamps in whole monotonic seconds, inclusive, shared by
-/// all children (SEMANTICS §6.3 rule 7).
+/// all children (spec §6.3 rule 7).
 class restart_window {
  public:
   restart_window() = default;

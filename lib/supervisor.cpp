@@ -1,4 +1,4 @@
-// The static supervisor (SEMANTICS §6), implemented as a gen_server like OTP's.
+// The static supervisor (spec §6), implemented as a gen_server like OTP's.
 #include <beamlet/supervisor.hpp>
 
 #include <algorithm>
@@ -376,73 +376,99 @@ start_result supervisor::start_link(mailbox& me, supervisor_options opts, superv
 }
 
 task<sup_result<start_result>> supervisor::start_child(process& self, supervisor_ref sup,
-                                                       child_spec spec) {
+                                                       child_spec spec, timeout_value timeout) {
   detail::start_child_req req{std::move(spec)};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
 task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup,
-                                                   std::string id) {
+                                                   std::string id, timeout_value timeout) {
   detail::terminate_child_req req{std::move(id)};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
-task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup, pid) {
+task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup, pid,
+                                                   timeout_value timeout) {
   // Resolve the supervisor anyway, so a dead one still fails with noproc like every call.
   detail::count_children_req probe;
-  (void)co_await call(self, sup, probe, std::nullopt);
+  (void)co_await call(self, sup, probe, timeout);
   co_return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
 }
 
 task<sup_result<start_result>> supervisor::restart_child(process& self, supervisor_ref sup,
-                                                         std::string id) {
+                                                         std::string id, timeout_value timeout) {
   detail::restart_child_req req{std::move(id)};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
-task<sup_result<void>> supervisor::delete_child(process& self, supervisor_ref sup, std::string id) {
+task<sup_result<void>> supervisor::delete_child(process& self, supervisor_ref sup, std::string id,
+                                                timeout_value timeout) {
   detail::delete_child_req req{std::move(id)};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
-task<std::vector<child_info>> supervisor::which_children(process& self, supervisor_ref sup) {
-  co_return co_await call(self, sup, detail::which_children_req{}, std::nullopt);
+task<std::vector<child_info>> supervisor::which_children(process& self, supervisor_ref sup,
+                                                         timeout_value timeout) {
+  co_return co_await call(self, sup, detail::which_children_req{}, timeout);
 }
 
-task<child_counts> supervisor::count_children(process& self, supervisor_ref sup) {
-  co_return co_await call(self, sup, detail::count_children_req{}, std::nullopt);
+task<child_counts> supervisor::count_children(process& self, supervisor_ref sup,
+                                              timeout_value timeout) {
+  co_return co_await call(self, sup, detail::count_children_req{}, timeout);
 }
 
 task<sup_result<child_spec>> supervisor::get_childspec(process& self, supervisor_ref sup,
-                                                       std::string id) {
+                                                       std::string id, timeout_value timeout) {
   detail::get_childspec_req req{std::move(id)};
-  co_return co_await call(self, sup, req, std::nullopt);
+  co_return co_await call(self, sup, req, timeout);
 }
 
-task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason) {
-  co_await beamlet::stop(self, sup, std::move(reason));
+task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
+                        timeout_value timeout) {
+  co_await beamlet::stop(self, sup, std::move(reason), timeout);
 }
 
-sup_result<start_result> supervisor::start_child(mailbox& me, supervisor_ref sup, child_spec spec) {
+sup_result<start_result> supervisor::start_child(mailbox& me, supervisor_ref sup, child_spec spec,
+                                                 timeout_value timeout) {
   detail::start_child_req req{std::move(spec)};
-  return call(me, sup, req, std::nullopt);
+  return call(me, sup, req, timeout);
 }
 
-sup_result<void> supervisor::terminate_child(mailbox& me, supervisor_ref sup, std::string id) {
+sup_result<void> supervisor::terminate_child(mailbox& me, supervisor_ref sup, std::string id,
+                                             timeout_value timeout) {
   detail::terminate_child_req req{std::move(id)};
-  return call(me, sup, req, std::nullopt);
+  return call(me, sup, req, timeout);
 }
 
-std::vector<child_info> supervisor::which_children(mailbox& me, supervisor_ref sup) {
-  return call(me, sup, detail::which_children_req{}, std::nullopt);
+sup_result<start_result> supervisor::restart_child(mailbox& me, supervisor_ref sup, std::string id,
+                                                   timeout_value timeout) {
+  detail::restart_child_req req{std::move(id)};
+  return call(me, sup, req, timeout);
 }
 
-child_counts supervisor::count_children(mailbox& me, supervisor_ref sup) {
-  return call(me, sup, detail::count_children_req{}, std::nullopt);
+sup_result<void> supervisor::delete_child(mailbox& me, supervisor_ref sup, std::string id,
+                                          timeout_value timeout) {
+  detail::delete_child_req req{std::move(id)};
+  return call(me, sup, req, timeout);
 }
 
-void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason) {
-  beamlet::stop(me, sup, std::move(reason));
+std::vector<child_info> supervisor::which_children(mailbox& me, supervisor_ref sup,
+                                                   timeout_value timeout) {
+  return call(me, sup, detail::which_children_req{}, timeout);
+}
+
+child_counts supervisor::count_children(mailbox& me, supervisor_ref sup, timeout_value timeout) {
+  return call(me, sup, detail::count_children_req{}, timeout);
+}
+
+sup_result<child_spec> supervisor::get_childspec(mailbox& me, supervisor_ref sup, std::string id,
+                                                 timeout_value timeout) {
+  detail::get_childspec_req req{std::move(id)};
+  return call(me, sup, req, timeout);
+}
+
+void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason, timeout_value timeout) {
+  beamlet::stop(me, sup, std::move(reason), timeout);
 }
 
 start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,

@@ -17,6 +17,9 @@ namespace detail {
 struct timer_service::send_after_entry : timer_entry {
   message_node* msg = nullptr;
   std::uint64_t ref = 0;
+  // The chain of timers aimed at the same pid (by_target_ holds its first entry).
+  send_after_entry* prev_same = nullptr;
+  send_after_entry* next_same = nullptr;
 };
 
 struct timer_service::impl {
@@ -56,6 +59,7 @@ void timer_service::stop() noexcept {
   }
   heap_.clear();
   by_ref_.clear();
+  by_target_.clear();
 }
 
 // -- heap
@@ -110,6 +114,18 @@ void timer_service::remove_locked(timer_entry* e) noexcept {
 // -- arming
 // ----------------------------------------------------------------------------------------
 
+void timer_service::arm_asio_locked() {
+  // Caller holds mu_ and runs on the timer thread. An infinite timer (deadline max) is never
+  // due: with only those left, the timer thread sleeps until something else is armed.
+  armed_for_ = clock::time_point::max();
+  if (heap_.empty() || heap_.front()->deadline == clock::time_point::max()) return;
+  armed_for_ = heap_.front()->deadline;
+  impl_->timer.expires_at(armed_for_);
+  impl_->timer.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) on_wake();
+  });
+}
+
 void timer_service::request_rearm(clock::time_point deadline) {
   // Caller holds mu_. Only a deadline earlier than the one the timer sleeps for needs the timer
   // thread; later ones are picked up when it next wakes.
@@ -117,15 +133,7 @@ void timer_service::request_rearm(clock::time_point deadline) {
   armed_for_ = deadline;
   boost::asio::post(impl_->io, [this] {
     std::lock_guard lock(mu_);
-    if (heap_.empty()) {
-      armed_for_ = clock::time_point::max();
-      return;
-    }
-    armed_for_ = heap_.front()->deadline;
-    impl_->timer.expires_at(armed_for_);
-    impl_->timer.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) on_wake();
-    });
+    arm_asio_locked();
   });
 }
 
@@ -142,31 +150,73 @@ bool timer_service::cancel(timer_entry* e) noexcept {
   return true;
 }
 
-ref timer_service::send_after(pid to, message_node* msg, clock::duration delay) {
+void timer_service::link_target_locked(send_after_entry* e) {
+  send_after_entry** head = by_target_.find(e->target.serial());
+  if (head == nullptr) {
+    by_target_.insert(e->target.serial(), e);
+    return;
+  }
+  e->next_same = *head;
+  (*head)->prev_same = e;
+  *head = e;
+}
+
+void timer_service::unlink_target_locked(send_after_entry* e) noexcept {
+  if (e->prev_same != nullptr) {
+    e->prev_same->next_same = e->next_same;
+  } else if (e->next_same != nullptr) {
+    *by_target_.find(e->target.serial()) = e->next_same;
+  } else {
+    by_target_.erase(e->target.serial());
+  }
+  if (e->next_same != nullptr) e->next_same->prev_same = e->prev_same;
+  e->prev_same = e->next_same = nullptr;
+}
+
+ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
+  pin guard(rt_);
+  proc* target = to ? rt_.table.lookup(to) : nullptr;
+  if (target == nullptr || target->inbox.load(std::memory_order_seq_cst) == closed_mark) {
+    // BEAM cancels a timer aimed at a pid that is not alive at once.
+    destroy_node(msg);
+    return ref(rt_.new_ref());
+  }
+  // Announce before arming; exit_process closes the inbox before reading this flag, so either
+  // the exit sees the flag and cancels, or we see the closed inbox below (both seq_cst).
+  target->timers_aimed.store(true, std::memory_order_seq_cst);
   auto* e = new send_after_entry;
   e->type = timer_entry::kind::send_after;
   e->target = to;
   e->msg = msg;
   e->ref = rt_.new_ref();
-  e->deadline = clock::now() + delay;
-  std::lock_guard lock(mu_);
-  if (stopped_) {
-    destroy_node(msg);
-    const std::uint64_t r = e->ref;
-    delete e;
-    return ref(r);
+  e->deadline = deadline_after(clock::now(), delay);
+  const std::uint64_t r = e->ref;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) {
+      destroy_node(msg);
+      delete e;
+      return ref(r);
+    }
+    bool in_ref = false;
+    bool in_target = false;
+    try {
+      by_ref_.insert(e->ref, e);
+      in_ref = true;
+      link_target_locked(e);
+      in_target = true;
+      push_locked(e);
+    } catch (...) {
+      if (in_target) unlink_target_locked(e);
+      if (in_ref) by_ref_.erase(e->ref);
+      destroy_node(msg);
+      delete e;
+      throw;
+    }
+    if (e->heap_index == 0) request_rearm(e->deadline);
   }
-  try {
-    by_ref_.insert(e->ref, e);
-    push_locked(e);
-  } catch (...) {
-    by_ref_.erase(e->ref);
-    destroy_node(msg);
-    delete e;
-    throw;
-  }
-  if (e->heap_index == 0) request_rearm(e->deadline);
-  return ref(e->ref);
+  if (target->inbox.load(std::memory_order_seq_cst) == closed_mark) (void)cancel_send_after(ref(r));
+  return ref(r);
 }
 
 std::optional<clock::duration> timer_service::cancel_send_after(ref r) noexcept {
@@ -175,11 +225,36 @@ std::optional<clock::duration> timer_service::cancel_send_after(ref r) noexcept 
     std::lock_guard lock(mu_);
     if (!by_ref_.erase(r.value(), &e)) return std::nullopt;
     remove_locked(e);
+    unlink_target_locked(e);
   }
-  const clock::duration left = e->deadline - clock::now();
+  const clock::time_point now = clock::now();
+  const clock::duration left =
+      e->deadline == clock::time_point::max() ? clock::duration::max() : e->deadline - now;
   destroy_node(e->msg);
   delete e;
   return left > clock::duration::zero() ? left : clock::duration::zero();
+}
+
+void timer_service::cancel_aimed_at(pid target) noexcept {
+  send_after_entry* chain = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    send_after_entry** head = by_target_.find(target.serial());
+    if (head == nullptr) return;
+    chain = *head;
+    by_target_.erase(target.serial());
+    for (send_after_entry* e = chain; e != nullptr; e = e->next_same) {
+      by_ref_.erase(e->ref);
+      remove_locked(e);
+    }
+  }
+  // Message destructors run without the lock.
+  while (chain != nullptr) {
+    send_after_entry* next = chain->next_same;
+    destroy_node(chain->msg);
+    delete chain;
+    chain = next;
+  }
 }
 
 std::size_t timer_service::pending() const noexcept {
@@ -208,19 +283,13 @@ void timer_service::on_wake() noexcept {
       if (e->type == timer_entry::kind::send_after) {
         auto* s = static_cast<send_after_entry*>(e);
         by_ref_.erase(s->ref);
+        unlink_target_locked(s);
         due.push_back({s->target, 0, s});
       } else {
         due.push_back({e->target, e->seq, nullptr});
       }
     }
-    armed_for_ = clock::time_point::max();
-    if (!heap_.empty()) {
-      armed_for_ = heap_.front()->deadline;
-      impl_->timer.expires_at(armed_for_);
-      impl_->timer.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) on_wake();
-      });
-    }
+    arm_asio_locked();
   }
   pin guard(rt_);
   for (const fired& f : due) {

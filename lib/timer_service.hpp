@@ -10,6 +10,10 @@
 // A fired receive timeout is delivered as a signal into the process's inbox carrying the
 // receive's sequence number, so it races with messages exactly like any other signal and a
 // stale timeout (the receive already completed) is recognised and dropped.
+//
+// send_after timers are also chained per target pid, so that a process's exit cancels every
+// timer aimed at it (as BEAM does for erlang:send_after/start_timer to a pid): the process
+// only has to look at one flag of its own on the exit path to know whether it has any.
 #pragma once
 
 #include <chrono>
@@ -23,6 +27,7 @@
 #include <beamlet/detail/message.hpp>
 #include <beamlet/detail/receive_op.hpp>
 #include <beamlet/ids.hpp>
+#include <beamlet/timeout.hpp>
 
 #include "flat_map.hpp"
 
@@ -59,9 +64,13 @@ class timer_service {
   /// Removes `e` if it is still pending. Returns true if it was.
   bool cancel(timer_entry* e) noexcept;
 
-  ref send_after(pid to, message_node* msg, clock::duration delay);
+  /// Arms a timer delivering `msg` to `to` after `delay`. A target that is not alive (or the
+  /// null pid) gets no timer: the message is dropped and the ref cancels nothing.
+  ref send_after(pid to, message_node* msg, timeout_value delay);
   /// Time left on a send_after timer, which is cancelled; nullopt if it fired or is unknown.
   std::optional<clock::duration> cancel_send_after(ref r) noexcept;
+  /// Cancels every send_after timer aimed at `target` (it is exiting).
+  void cancel_aimed_at(pid target) noexcept;
 
   std::size_t pending() const noexcept;
 
@@ -76,11 +85,15 @@ class timer_service {
   void place(timer_entry* e, std::uint32_t i) noexcept;
   void on_wake() noexcept;
   void request_rearm(clock::time_point deadline);
+  void arm_asio_locked();
+  void link_target_locked(send_after_entry* e);
+  void unlink_target_locked(send_after_entry* e) noexcept;
 
   runtime_core& rt_;
   mutable std::mutex mu_;
   std::vector<timer_entry*> heap_;
   flat_map<send_after_entry*> by_ref_;
+  flat_map<send_after_entry*> by_target_;  // pid serial -> first timer aimed at it
   clock::time_point armed_for_ = clock::time_point::max();
   bool stopped_ = false;
   std::unique_ptr<impl> impl_;

@@ -1,4 +1,4 @@
-// The monitors held on one process: its watchers (SEMANTICS §3).
+// The monitors held on one process: its watchers (spec §3).
 //
 // A contiguous array of (ref, watcher) slots. Removing a monitor frees its slot in place (the
 // slot joins a free list threaded through the empty slots), so a slot's index is stable for the

@@ -1,4 +1,4 @@
-// spawn_delay: the outage of ../shared/OUTAGE.md, measured.
+// spawn_delay: the outage of docs/outage.md, measured.
 //
 // A DynamicSupervisor with D start_child requests queued (each from its own client process, as
 // in the outage) is released, and every child's init is timestamped. The gap between two

@@ -19,4 +19,5 @@
 #include <beamlet/supervisor.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/timeout.hpp>
 #include <beamlet/via.hpp>

@@ -1,4 +1,4 @@
-// beamlet/child_spec.hpp: how a supervisor starts, restarts and stops one child (SEMANTICS §6.1).
+// beamlet/child_spec.hpp: how a supervisor starts, restarts and stops one child (spec §6.1).
 //
 // A child's start function runs inside the supervisor process and returns a start_result,
 // normally by co_awaiting a proc_lib or gen_server start_link (so the child is linked to the

@@ -1,4 +1,4 @@
-// beamlet/dynamic_supervisor.hpp: Elixir's DynamicSupervisor (SEMANTICS §7).
+// beamlet/dynamic_supervisor.hpp: Elixir's DynamicSupervisor (spec §7).
 //
 // A supervisor that starts with no children and starts them on demand. Children are kept by pid
 // (ids are ignored and need not be unique), restarted one_for_one within max_restarts per
@@ -101,29 +101,40 @@ class dynamic_supervisor {
   static start_result start_link(mailbox& me, supervisor_options opts,
                                  const dynamic_supervisor_flags& flags);
 
+  // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
+  // and, with a finite `timeout`, when the supervisor does not answer in time (the default,
+  // infinity, is Elixir's).
+
   /// Starts a child. An invalid spec fails with invalid_child_spec without contacting `sup`.
   static task<sup_result<start_result>> start_child(process& self, dynamic_supervisor_ref sup,
-                                                    child_spec spec);
-  /// Stops a child (or forgets a restarting one) by pid; not_found if it is not a child.
+                                                    child_spec spec,
+                                                    timeout_value timeout = infinity);
+  /// Stops a child (or forgets a restarting one) by pid; not_found if it is not a child (the
+  /// null pid included).
   static task<sup_result<void>> terminate_child(process& self, dynamic_supervisor_ref sup,
-                                                pid child);
+                                                pid child, timeout_value timeout = infinity);
   /// Unordered. Each entry's id is empty (Elixir's :undefined); a restarting child has the
   /// null pid and state restarting.
-  static task<std::vector<child_info>> which_children(process& self, dynamic_supervisor_ref sup);
+  static task<std::vector<child_info>> which_children(process& self, dynamic_supervisor_ref sup,
+                                                      timeout_value timeout = infinity);
   /// `active` counts children that are not restarting (no liveness check, as Elixir).
-  static task<child_counts> count_children(process& self, dynamic_supervisor_ref sup);
+  static task<child_counts> count_children(process& self, dynamic_supervisor_ref sup,
+                                           timeout_value timeout = infinity);
   /// Stops the supervisor (its children in parallel) and waits until it has exited.
   static task<> stop(process& self, dynamic_supervisor_ref sup,
-                     exit_reason reason = exit_reason::normal());
+                     exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
 
   // Blocking forms for outside threads.
   static sup_result<start_result> start_child(mailbox& me, dynamic_supervisor_ref sup,
-                                              child_spec spec);
-  static sup_result<void> terminate_child(mailbox& me, dynamic_supervisor_ref sup, pid child);
-  static std::vector<child_info> which_children(mailbox& me, dynamic_supervisor_ref sup);
-  static child_counts count_children(mailbox& me, dynamic_supervisor_ref sup);
+                                              child_spec spec, timeout_value timeout = infinity);
+  static sup_result<void> terminate_child(mailbox& me, dynamic_supervisor_ref sup, pid child,
+                                          timeout_value timeout = infinity);
+  static std::vector<child_info> which_children(mailbox& me, dynamic_supervisor_ref sup,
+                                                timeout_value timeout = infinity);
+  static child_counts count_children(mailbox& me, dynamic_supervisor_ref sup,
+                                     timeout_value timeout = infinity);
   static void stop(mailbox& me, dynamic_supervisor_ref sup,
-                   exit_reason reason = exit_reason::normal());
+                   exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
 };
 
 /// A start function for a dynamic supervisor as the child of another supervisor:

@@ -36,7 +36,7 @@ class system_limit_error : public std::runtime_error {
 };
 
 /// A receive timeout that is not a non-negative duration (Erlang: timeout_value,
-/// SEMANTICS §1.2 rule 11).
+/// spec §1.2 rule 11).
 class timeout_value_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

@@ -24,7 +24,7 @@ class exit_reason {
     normal,     ///< the body returned, or `exit(normal)`
     shutdown,   ///< `shutdown`, or `{shutdown, Detail}` when detail() is non-empty
     kill,       ///< the untrappable signal reason; a process exiting by itself with it ends `kill`
-    killed,     ///< what a process killed by `kill` ends with (SEMANTICS §2 rule 7)
+    killed,     ///< what a process killed by `kill` ends with (spec §2 rule 7)
     noproc,     ///< the target did not exist (links and monitors of dead pids)
     exception,  ///< a C++ exception escaped the process body
     error,      ///< any other reason: a free-form term such as `timeout` or `{bad_return,1}`
@@ -43,9 +43,12 @@ class exit_reason {
   /// Any other reason, written as an Erlang term would print (`timeout`, `{badarg,x}`).
   static exit_reason error(std::string term);
   static exit_reason exception(std::string type_name, std::string what);
-  /// The reason for an exception in flight: an `exit_exception` gives its own reason; any other
-  /// exception gives kind::exception with its demangled dynamic type and `what()`.
-  static exit_reason from_exception(const std::exception_ptr& e);
+  /// The reason for an exception of any type: an `exit_exception` gives its own reason; any
+  /// other gives kind::exception with its demangled dynamic type and `what()` (empty when
+  /// `what()` is null; the text itself for a thrown `const char*` or std::string; empty for
+  /// other non-std::exception types). Never throws: if memory runs out while the reason is
+  /// built, the result is {exception,std::bad_alloc,...}.
+  static exit_reason from_exception(const std::exception_ptr& e) noexcept;
 
   exit_reason(const exit_reason& other) noexcept;
   exit_reason(exit_reason&& other) noexcept;
@@ -56,7 +59,7 @@ class exit_reason {
   kind which() const noexcept { return kind_; }
   bool is_normal() const noexcept { return kind_ == kind::normal; }
   /// `normal`, `shutdown` and `{shutdown, _}`: no crash report, no restart of a transient
-  /// child (SEMANTICS §2 rule 8).
+  /// child (spec §2 rule 8).
   bool is_clean() const noexcept { return kind_ == kind::normal || kind_ == kind::shutdown; }
 
   /// The shutdown detail, the error term, or the exception's `what()`; empty otherwise.
@@ -73,6 +76,7 @@ class exit_reason {
 
  private:
   struct payload;
+  static payload out_of_memory_;  // what from_exception falls back to (never freed)
   explicit exit_reason(kind k) noexcept : kind_(k) {}
   exit_reason(kind k, payload* p) noexcept : kind_(k), payload_(p) {}
 
@@ -82,7 +86,7 @@ class exit_reason {
 
 /// Thrown to end the current process with a given reason from any depth of ordinary (non
 /// coroutine) code. The runtime catches it at the top of the process and uses reason() as the
-/// exit reason, unwrapped. `link()` throws it with `noproc` (SEMANTICS §2 rule 2).
+/// exit reason, unwrapped. `link()` throws it with `noproc` (spec §2 rule 2).
 class exit_exception : public std::exception {
  public:
   explicit exit_exception(exit_reason reason);

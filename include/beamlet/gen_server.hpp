@@ -1,4 +1,4 @@
-// beamlet/gen_server.hpp: the GenServer behaviour (OTP gen_server, SEMANTICS §4).
+// beamlet/gen_server.hpp: the GenServer behaviour (OTP gen_server, spec §4).
 //
 // A server is a class deriving from gen_server<Self>; an instance lives inside its process and
 // is its state. Callbacks, all optional except the handle_call/handle_cast overloads a client
@@ -31,7 +31,7 @@
 // via_name resolved at each use, as Erlang's {via, Module, Name}), so a
 // request the server does not handle is a compile-time error, and replies are typed.
 //
-// Semantics (SEMANTICS §4): start goes through proc_lib (beamlet/proc_lib.hpp) and returns
+// Semantics (spec §4): start goes through proc_lib (beamlet/proc_lib.hpp) and returns
 // {ok, Pid}, ignore or {error, R} as §4.1 rule 3 (an exception in init gives its exit reason;
 // C++ has no "bad return value" or throw-as-return). call is gen:call: monitor with a receive
 // marker, send, wait on the reply or the DOWN; O(1) whatever the caller's mailbox holds. It
@@ -147,7 +147,7 @@ namespace gen {
 
 /// Options shared by non-stop results: a timeout ({..., T}) and a continuation ({continue, C}).
 struct result_options {
-  std::optional<std::chrono::milliseconds> timeout;
+  timeout_value timeout;                         ///< infinity: no timeout
   detail::message_node* continuation = nullptr;  // owned
   bool hibernate = false;
 
@@ -174,10 +174,10 @@ struct result_options {
 template <class Derived>
 struct with_options {
   result_options options;
-  /// handle_info(timeout_message) runs if no message arrives within `t`.
-  template <class Rep, class Period>
-  Derived&& after(std::chrono::duration<Rep, Period> t) && {
-    options.timeout = std::chrono::ceil<std::chrono::milliseconds>(detail::checked_timeout(t));
+  /// handle_info(timeout_message) runs if no message arrives within `t` ({noreply, S, T}).
+  /// `infinity` means no timeout; negative or NaN throws timeout_value_error.
+  Derived&& after(timeout_value t) && {
+    options.timeout = t;
     return static_cast<Derived&&>(*this);
   }
   /// handle_continue(c) runs before any other message ({continue, C}).
@@ -481,6 +481,15 @@ template <class T>
 inline constexpr bool is_task = false;
 template <class T>
 inline constexpr bool is_task<task<T>> = true;
+/// T for task<T> (decltype(co_await ...) is not allowed in an unevaluated context by Clang).
+template <class T>
+struct task_value;
+template <class T>
+struct task_value<task<T>> {
+  using type = T;
+};
+template <class T>
+using task_value_t = typename task_value<T>::type;
 
 /// Runs a callback and turns what it returns (a value, void, or a task of either) into a
 /// dispatched, through `convert` (called with the value, or with nothing for void).
@@ -490,7 +499,7 @@ dispatched run_callback(Invoke invoke, Convert convert) {
   if constexpr (is_task<ret>) {
     return dispatched{{},
                       [](Invoke inv, Convert conv) -> task<outcome> {
-                        if constexpr (std::is_void_v<decltype(co_await inv())>) {
+                        if constexpr (std::is_void_v<task_value_t<decltype(inv())>>) {
                           co_await inv();
                           co_return conv();
                         } else {
@@ -555,7 +564,13 @@ concept handles_cast = requires(S& s, Req& r) {
 };
 
 call_error make_call_error(call_error::kind k, exit_reason reason, const std::string& server,
-                           const char* request, std::optional<std::chrono::milliseconds> t);
+                           const char* request, timeout_value t);
+/// gen_server:stop's errors are the bare reasons (noproc, timeout, or the reason the server
+/// exited with), not wrapped as a call's.
+inline call_error make_stop_error(call_error::kind k, exit_reason reason) {
+  exit_reason bare = reason;
+  return call_error(k, std::move(reason), std::move(bare));
+}
 std::string already_started(pid holder);
 
 template <class S>
@@ -583,7 +598,7 @@ task<gen::init_result> run_init(S& server) {
   } else {
     using ret = decltype(server.init());
     if constexpr (is_task<ret>) {
-      if constexpr (std::is_void_v<decltype(co_await server.init())>) {
+      if constexpr (std::is_void_v<task_value_t<ret>>) {
         co_await server.init();
         co_return gen::ok();
       } else {
@@ -720,8 +735,8 @@ task<> server_main(process& self, const starter& st, std::string name, Args... a
       if (opts.continuation != nullptr) {
         d = dispatch_plain(*server, any_message(std::exchange(opts.continuation, nullptr)), true);
       } else {
-        if (opts.timeout) {
-          auto r = co_await self.receive(on_any(), after(*opts.timeout));
+        if (opts.timeout.finite()) {
+          auto r = co_await self.receive(on_any(), after(opts.timeout));
           if (r.timed_out()) {
             d = dispatch_plain(*server, any_message(make_message(timeout_message{})), false);
           } else {
@@ -776,8 +791,8 @@ struct server_options {
   /// Registers the server under this name (copied; the view need only outlive the call). A
   /// taken name gives {error, {already_started, P}}.
   std::string_view name{};
-  /// How long to wait for init; nullopt is infinity (OTP's default).
-  std::optional<std::chrono::milliseconds> timeout{};
+  /// How long to wait for init; infinity is OTP's default.
+  timeout_value timeout{};
   /// How to wait for the ack; nullopt follows the starting process's ack_wait flag.
   std::optional<ack_wait> wait{};
 
@@ -794,27 +809,17 @@ class gen_server {
   pid parent() const noexcept { return parent_; }
 
   /// gen_server:start_link: starts an S(args...) linked to `self` and waits for its init.
+  /// The arguments are copied (or moved) before this returns.
   template <class... Args>
-  static task<start_result> start_link(process& self, server_options opts, Args... args) {
-    if (!opts.name.empty()) {
-      if (const pid holder = detail::whereis_in(*detail::runtime_of(self), opts.name))
-        co_return start_result::error(exit_reason::error(detail::already_started(holder)));
-    }
-    // A named local, not a temporary in the co_await expression (GCC 12, see above).
-    auto body = detail::server_body<S>(std::string(opts.name), args...);
-    const start_options so = opts.start();
-    co_return co_await beamlet::start_link(self, std::move(body), so);
+  static task<start_result> start_link(process& self, server_options opts, Args&&... args) {
+    check_start_arguments<Args...>();
+    return start_task<true>(self, opts, std::decay_t<Args>(std::forward<Args>(args))...);
   }
   /// gen_server:start: as start_link, without the link (monitored while starting).
   template <class... Args>
-  static task<start_result> start(process& self, server_options opts, Args... args) {
-    if (!opts.name.empty()) {
-      if (const pid holder = detail::whereis_in(*detail::runtime_of(self), opts.name))
-        co_return start_result::error(exit_reason::error(detail::already_started(holder)));
-    }
-    auto body = detail::server_body<S>(std::string(opts.name), args...);
-    const start_options so = opts.start();
-    co_return co_await beamlet::start(self, std::move(body), so);
+  static task<start_result> start(process& self, server_options opts, Args&&... args) {
+    check_start_arguments<Args...>();
+    return start_task<false>(self, opts, std::decay_t<Args>(std::forward<Args>(args))...);
   }
   /// start_link from an outside thread (blocks it); the server is linked to the mailbox.
   template <class... Args>
@@ -832,6 +837,30 @@ class gen_server {
   ~gen_server() = default;
 
  private:
+  template <class... Args>
+  static constexpr void check_start_arguments() {
+    static_assert((detail::coroutine_safe_argument<Args> && ...),
+                  "start_link/start: with GCC 12, pass a constructor argument that is an aggregate "
+                  "with a destructor (e.g. one holding a std::string) as a named variable, not a "
+                  "temporary: GCC 12 miscompiles such temporaries in a co_await expression "
+                  "(docs/gcc12-coroutines.md)");
+  }
+  template <bool Link, class... Args>
+  static task<start_result> start_task(process& self, server_options opts, Args... args) {
+    if (!opts.name.empty()) {
+      if (const pid holder = detail::whereis_in(*detail::runtime_of(self), opts.name))
+        co_return start_result::error(exit_reason::error(detail::already_started(holder)));
+    }
+    // A named local, not a temporary in the co_await expression (GCC 12, see above).
+    auto body = detail::server_body<S>(std::string(opts.name), args...);
+    const start_options so = opts.start();
+    if constexpr (Link) {
+      co_return co_await beamlet::start_link(self, std::move(body), so);
+    } else {
+      co_return co_await beamlet::start(self, std::move(body), so);
+    }
+  }
+
   friend struct detail::server_access<S>;
   process* self_ = nullptr;
   pid parent_;
@@ -861,12 +890,6 @@ ref send_call(basic_process& self, pid to, Req&& req) {
   const ref mref = self.monitor(to, marked);
   send_node(*runtime_of(self), to, make_call<S>(self.self(), mref, std::forward<Req>(req)));
   return mref;
-}
-
-/// The `after` clause for an optional timeout (nullopt: infinity). A function, not a ?: inside
-/// the co_await expression: GCC 12 miscompiles conditional operators there.
-inline after_clause<> timeout_clause(std::optional<std::chrono::milliseconds> t) {
-  return t ? after(*t) : after(infinity);
 }
 
 template <class R>
@@ -905,24 +928,13 @@ decltype(auto) reply_value(Received& m) {
   }
 }
 
-/// GCC 12 miscompiles an aggregate temporary with a destructor inside a co_await expression
-/// (double free). Such a request must be passed as a named variable there.
-template <class Req>
-inline constexpr bool coroutine_safe_argument =
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-    std::is_lvalue_reference_v<Req> || !std::is_aggregate_v<std::remove_cvref_t<Req>> ||
-    std::is_trivially_destructible_v<std::remove_cvref_t<Req>>;
-#else
-    true;
-#endif
 }  // namespace detail
 
 /// gen_server:call: sends `req` and waits up to `timeout` for the reply. O(1) in the caller's
 /// mailbox. Throws call_error.
 template <class S, class Req>
-task<reply_of_t<std::decay_t<Req>>> call(
-    process& self, server_ref<S> server, Req&& req,
-    std::optional<std::chrono::milliseconds> timeout = std::chrono::milliseconds(5000)) {
+task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Req&& req,
+                                         timeout_value timeout = std::chrono::milliseconds(5000)) {
   using D = std::decay_t<Req>;
   using R = reply_of_t<D>;
   static_assert(detail::handles_call<S, D>,
@@ -940,7 +952,7 @@ task<reply_of_t<std::decay_t<Req>>> call(
     throw fail(call_error::kind::calling_self, exit_reason::error("calling_self"));
   const ref mref = detail::send_call<S>(self, to, std::forward<Req>(req));
   auto m = co_await self.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
-                                 detail::timeout_clause(timeout));
+                                 after(timeout));
   if (detail::reply_arrived<R>(self, m, mref, fail)) co_return detail::reply_value<R>(m);
   auto late =
       co_await self.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
@@ -950,9 +962,8 @@ task<reply_of_t<std::decay_t<Req>>> call(
 
 /// gen_server:call from an outside thread (blocks it).
 template <class S, class Req>
-reply_of_t<std::decay_t<Req>> call(
-    mailbox& me, server_ref<S> server, Req&& req,
-    std::optional<std::chrono::milliseconds> timeout = std::chrono::milliseconds(5000)) {
+reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req,
+                                   timeout_value timeout = std::chrono::milliseconds(5000)) {
   using D = std::decay_t<Req>;
   using R = reply_of_t<D>;
   static_assert(detail::handles_call<S, D>,
@@ -963,8 +974,8 @@ reply_of_t<std::decay_t<Req>> call(
   };
   if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
   const ref mref = detail::send_call<S>(me, to, std::forward<Req>(req));
-  auto m = me.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
-                      detail::timeout_clause(timeout));
+  auto m =
+      me.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref), after(timeout));
   if (detail::reply_arrived<R>(me, m, mref, fail)) return detail::reply_value<R>(m);
   auto late = me.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
   if (late.template get_if<detail::call_reply<R>>()) return detail::reply_value<R>(late);
@@ -1009,15 +1020,14 @@ request_id<reply_of_t<std::decay_t<Req>>> send_request(basic_process& self, serv
 /// call_error for noproc, the server's exit, or timeout (the request is then abandoned: a later
 /// reply is dropped).
 template <class R>
-task<R> receive_response(process& self, request_id<R> id,
-                         std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+task<R> receive_response(process& self, request_id<R> id, timeout_value timeout = infinity) {
   auto fail = [&](call_error::kind k, exit_reason r) {
     return detail::make_call_error(k, std::move(r), id.server_text(), "receive_response", timeout);
   };
   if (!id.monitor()) throw fail(call_error::kind::noproc, exit_reason::noproc());
   const ref mref = id.monitor();
   auto m = co_await self.receive(since(mref), detail::reply_clause<R>(mref), detail::down_of(mref),
-                                 detail::timeout_clause(timeout));
+                                 after(timeout));
   if (detail::reply_arrived<R>(self, m, mref, fail)) co_return detail::reply_value<R>(m);
   auto late =
       co_await self.receive(detail::reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
@@ -1054,20 +1064,19 @@ void cast(runtime& rt, server_ref<S> server, Req&& req) {
 }
 
 /// gen_server:stop(Server, Reason, Timeout): stops the server and waits until it has exited.
-/// Throws call_error(noproc) if it is not alive, call_error(timeout), or call_error with the
-/// reason it exited with if that differs from `reason`.
+/// Throws call_error with OTP's bare reasons: `noproc` if it is not alive, `timeout`, or the
+/// reason it exited with if that differs from `reason` (e.g. what its terminate exited with).
 template <class S>
 task<> stop(process& self, server_ref<S> server, exit_reason reason = exit_reason::normal(),
-            std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+            timeout_value timeout = infinity) {
   const pid to = detail::resolve_server(self, server);
-  auto fail = [&](call_error::kind k, exit_reason r) {
-    return detail::make_call_error(k, std::move(r), server.to_string(), "stop", timeout);
+  auto fail = [](call_error::kind k, exit_reason r) {
+    return detail::make_stop_error(k, std::move(r));
   };
   if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
   const ref mref = self.monitor(to, marked);
   self.send(to, detail::stop_request{reason});
-  auto m =
-      co_await self.receive(since(mref), detail::down_of(mref), detail::timeout_clause(timeout));
+  auto m = co_await self.receive(since(mref), detail::down_of(mref), after(timeout));
   if (auto* d = m.template get_if<down>()) {
     if (d->reason == exit_reason::noproc()) throw fail(call_error::kind::noproc, d->reason);
     if (!(d->reason == reason)) throw fail(call_error::kind::server_exited, d->reason);
@@ -1080,15 +1089,15 @@ task<> stop(process& self, server_ref<S> server, exit_reason reason = exit_reaso
 /// gen_server:stop from an outside thread.
 template <class S>
 void stop(mailbox& me, server_ref<S> server, exit_reason reason = exit_reason::normal(),
-          std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+          timeout_value timeout = infinity) {
   const pid to = detail::resolve_server(me, server);
-  auto fail = [&](call_error::kind k, exit_reason r) {
-    return detail::make_call_error(k, std::move(r), server.to_string(), "stop", timeout);
+  auto fail = [](call_error::kind k, exit_reason r) {
+    return detail::make_stop_error(k, std::move(r));
   };
   if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
   const ref mref = me.monitor(to, marked);
   me.send(to, detail::stop_request{reason});
-  auto m = me.receive(since(mref), detail::down_of(mref), detail::timeout_clause(timeout));
+  auto m = me.receive(since(mref), detail::down_of(mref), after(timeout));
   if (auto* d = m.template get_if<down>()) {
     if (d->reason == exit_reason::noproc()) throw fail(call_error::kind::noproc, d->reason);
     if (!(d->reason == reason)) throw fail(call_error::kind::server_exited, d->reason);

@@ -3,7 +3,7 @@
 // Both are 64-bit value types: trivially copyable, totally ordered, hashable and printable in
 // Erlang's notation (`<0.42.0>`, `#Ref<0.7>`). A runtime never hands out the same pid or ref
 // twice, so a stale pid can never reach a newer process: sending to it is a silent no-op
-// (SEMANTICS §1.1 rule 4). The default-constructed value is the null id, which names no process.
+// (spec §1.1 rule 4). The default-constructed value is the null id, which names no process.
 #pragma once
 
 #include <compare>

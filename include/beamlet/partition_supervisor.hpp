@@ -1,4 +1,4 @@
-// beamlet/partition_supervisor.hpp: Elixir's PartitionSupervisor (SEMANTICS §8).
+// beamlet/partition_supervisor.hpp: Elixir's PartitionSupervisor (spec §8).
 //
 // N independent copies of one child (normally a DynamicSupervisor), started as the children
 // 0..N-1 of a static supervisor, plus a routing table from partition to the partition's current
@@ -20,7 +20,13 @@
 // a partition supervisor can also be addressed by pid; count_children and stop accept any
 // address. beamlet has no Registry module, so the supervisor's own name is a registered name.
 //
-// Errors: bad options throw std::invalid_argument in the caller, before anything is spawned.
+// Errors: bad options are reported like a static supervisor's bad flags, as the start result
+// {error, {supervisor_data, E}} (E: missing_name, missing_child, {invalid_partitions, N}, or an
+// invalid strategy/intensity/period), or {error, {start_spec, {missing_start, P}}} when
+// with_arguments returns a spec without a start function for partition P; the options are
+// checked in the caller, and nothing is spawned. (Elixir raises ArgumentError for the first
+// four; beamlet reports every configuration error of every start function the same way, see
+// docs/errors.md.)
 // Routing through an unknown supervisor exits the caller with {noproc, {partition_supervisor,
 // partitions, [Name]}} (an exit_exception, not wrapped by call). A partition whose child is
 // dead or restarting routes to its last pid (calls fail with noproc until the restart
@@ -48,6 +54,7 @@
 #include <beamlet/start_result.hpp>
 #include <beamlet/supervisor.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/timeout.hpp>
 #include <beamlet/via.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
@@ -99,15 +106,14 @@ struct partition_supervisor_options {
   restart_strategy strategy = restart_strategy::one_for_one;
   int max_restarts = 3;
   int max_seconds = 5;
-  std::optional<std::chrono::milliseconds> timeout;
+  timeout_value timeout;
   /// How the supervisor waits for its children's init acks.
   ack_wait wait = ack_wait::scan;
 };
 
 class partition_supervisor {
  public:
-  /// Starts the supervisor and its partitions. Throws std::invalid_argument for a missing name
-  /// or child, partitions <= 0, or a with_arguments result without a start function.
+  /// Starts the supervisor and its partitions; bad options give {error, ...} (header comment).
   /// `opts` is read before the task first suspends.
   static task<start_result> start_link(process& self, const partition_supervisor_options& opts);
   static start_result start_link(mailbox& me, const partition_supervisor_options& opts);
@@ -125,11 +131,22 @@ class partition_supervisor {
   static pid whereis(process& self, std::string_view name, const partition_key& key);
 
   /// One entry per partition, id = the partition number, in reverse partition order.
-  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup);
-  static task<child_counts> count_children(process& self, supervisor_ref sup);
+  /// Each call takes an optional timeout, as supervisor's do (call_error(timeout) on expiry).
+  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup,
+                                                      timeout_value timeout = infinity);
+  static task<child_counts> count_children(process& self, supervisor_ref sup,
+                                           timeout_value timeout = infinity);
   /// Synchronous: once it returns, the name is free and routing through it fails.
-  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal());
-  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal());
+  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
+                     timeout_value timeout = infinity);
+
+  // Blocking forms for outside threads.
+  static std::vector<child_info> which_children(mailbox& me, supervisor_ref sup,
+                                                timeout_value timeout = infinity);
+  static child_counts count_children(mailbox& me, supervisor_ref sup,
+                                     timeout_value timeout = infinity);
+  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
+                   timeout_value timeout = infinity);
 };
 
 /// A start function for a partition supervisor nested in another supervisor.

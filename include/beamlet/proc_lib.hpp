@@ -1,4 +1,4 @@
-// beamlet/proc_lib.hpp: the synchronous start protocol (OTP proc_lib, SEMANTICS §5).
+// beamlet/proc_lib.hpp: the synchronous start protocol (OTP proc_lib, spec §5).
 //
 // A starter spawns a child and blocks in a selective receive until the child reports how its
 // initialisation went (`starter::ack`, proc_lib:init_ack). Every gen_server, and so every
@@ -8,7 +8,7 @@
 //  * ack_wait::scan   - the receive is keyed on the child's pid, as in OTP 25-27. It cannot skip
 //                       anything, so it examines the starter's whole mailbox once, then each new
 //                       arrival. A supervisor with N queued requests pays O(N) per child start:
-//                       the outage (SEMANTICS §1.3 rules 19-20).
+//                       the outage (spec §1.3 rules 19-20).
 //  * ack_wait::marker - the receive is keyed on a ref made (with a receive marker) just before
 //                       the spawn, as erlang/otp PR #11633 proposes: O(1) whatever the backlog.
 //
@@ -39,6 +39,7 @@
 #include <beamlet/start_result.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -69,8 +70,8 @@ class starter {
 };
 
 struct start_options {
-  /// How long to wait for the ack; nullopt is infinity (OTP's default).
-  std::optional<std::chrono::milliseconds> timeout{};
+  /// How long to wait for the ack; infinity is OTP's default.
+  timeout_value timeout{};
   /// How to wait; nullopt uses the starting process's ack_wait flag.
   std::optional<ack_wait> wait{};
 };
@@ -78,7 +79,7 @@ struct start_options {
 namespace detail {
 
 inline after_clause<> start_timeout(const start_options& o) {
-  return o.timeout ? after(*o.timeout) : after(infinity);
+  return after(o.timeout);
 }
 
 template <class Fn>
@@ -90,6 +91,15 @@ template <class F>
 void check_child_body() {
   static_assert(std::is_invocable_r_v<task<>, std::decay_t<F>&, process&, const starter&>,
                 "a proc_lib child body must be callable as task<>(process&, const starter&)");
+}
+/// The coroutine starts (start_link/start from a process) are always co_awaited.
+template <class F>
+void check_awaited_child_body() {
+  check_child_body<F>();
+  static_assert(coroutine_safe_argument<F>,
+                "start_link/start: with GCC 12, pass a child body that is an aggregate with a "
+                "destructor as a named variable, not a temporary: GCC 12 miscompiles such "
+                "temporaries in a co_await expression (docs/gcc12-coroutines.md)");
 }
 
 inline auto ack_from(pid child) {
@@ -111,7 +121,7 @@ inline auto down_of(ref mref) {
 /// proc_lib:start_link: spawns `body(child, starter)` linked to `self` and waits for its ack.
 template <class F>
 task<start_result> start_link(process& self, F&& body, start_options opts = {}) {
-  detail::check_child_body<F>();
+  detail::check_awaited_child_body<F>();
   using Fn = std::decay_t<F>;
   Fn fn(std::forward<F>(body));
   if (opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan) {
@@ -133,8 +143,7 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
   const spawn_result sr =
       self.spawn_opt(detail::child_body(std::move(fn), starter(self.self(), tag)),
                      {.link = true, .monitor = true});
-  const auto deadline =
-      opts.timeout ? std::optional(std::chrono::steady_clock::now() + *opts.timeout) : std::nullopt;
+  const auto deadline = detail::deadline_after(detail::clock::now(), opts.timeout);
   auto m = co_await self.receive(since(tag), detail::ack_tagged(tag), detail::down_of(sr.monitor),
                                  detail::start_timeout(opts));
   if (auto* a = m.template get_if<init_ack_message>()) {
@@ -152,11 +161,10 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
                                                  // link killed us
     // Not trapping, child ended `normal` before acking: OTP 25 hears nothing and waits for the
     // timeout (§5 rule 4). So do we.
-    if (!deadline) {
+    if (!opts.timeout.finite()) {
       for (;;) co_await self.receive(since(tag), detail::ack_tagged(tag));
     }
-    const auto left = std::max(std::chrono::steady_clock::duration::zero(),
-                               *deadline - std::chrono::steady_clock::now());
+    const auto left = std::max(detail::clock::duration::zero(), deadline - detail::clock::now());
     co_await self.receive(since(tag), detail::ack_tagged(tag), after(left));
   } else {
     self.demonitor(sr.monitor, flush);
@@ -170,7 +178,7 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
 /// proc_lib:start: spawns `body(child, starter)` monitored (not linked) and waits for its ack.
 template <class F>
 task<start_result> start(process& self, F&& body, start_options opts = {}) {
-  detail::check_child_body<F>();
+  detail::check_awaited_child_body<F>();
   using Fn = std::decay_t<F>;
   Fn fn(std::forward<F>(body));
   const bool scan = opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan;

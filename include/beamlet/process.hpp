@@ -5,7 +5,7 @@
 // thread at a time, may move between threads at any suspension point, and is never preempted
 // between suspension points: a long computation should `co_await self.yield()` now and then.
 //
-// Guarantees (numbers refer to ../shared/SEMANTICS.md):
+// Guarantees (rule numbers refer to docs/spec.md):
 //  * Ordering: signals from one sender to one receiver are observed in send order, whatever
 //    their kind: messages, exit signals, link/unlink and DOWNs (§1.1 rule 1). Everything a
 //    process sent before it died reaches a watcher before the DOWN/EXIT caused by its death
@@ -89,20 +89,23 @@ class basic_process {
   void send(pid to, T&& msg) const {
     detail::send_node(*rt_, to, detail::make_message(std::forward<T>(msg)));
   }
-  /// Sends to a registered name; errc::not_registered when nobody holds it (SEMANTICS §1.1
+  /// Sends to a registered name; errc::not_registered when nobody holds it (spec §1.1
   /// rule 5, where Erlang raises badarg).
   template <message T>
   [[nodiscard]] std::error_code send(std::string_view name, T&& msg) const {
     return detail::send_node_named(*rt_, name, detail::make_message(std::forward<T>(msg)));
   }
   /// Delivers `msg` to `to` after `delay` (erlang:send_after). The returned ref cancels it.
-  template <message T, class Rep, class Period>
-  ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) const {
-    return detail::send_node_after(*rt_, to, detail::make_message(std::forward<T>(msg)),
-                                   detail::checked_timeout(delay));
+  /// As on BEAM, the timer is cancelled when `to` exits, and a timer aimed at a pid that is
+  /// not alive (the null pid included) is cancelled at once. An infinite delay never fires.
+  /// A negative or NaN delay throws timeout_value_error before anything is sent.
+  template <message T>
+  ref send_after(pid to, T&& msg, timeout_value delay) const {
+    return detail::send_node_after(*rt_, to, detail::make_message(std::forward<T>(msg)), delay);
   }
-  /// Cancels a send_after timer; returns the time that was left, or nullopt if the timer had
-  /// already fired or was cancelled.
+  /// Cancels a send_after timer; returns the time that was left (clock::duration::max() for
+  /// an infinite one), or nullopt if the timer had already fired, was cancelled, or is unknown
+  /// (the null ref included).
   std::optional<std::chrono::nanoseconds> cancel_timer(ref timer) const;
 
   // -- processes ---------------------------------------------------------------------------------
@@ -141,7 +144,7 @@ class basic_process {
     return r;
   }
 
-  // -- links and exit signals (SEMANTICS §2) -----------------------------------------------------
+  // -- links and exit signals (spec §2) -----------------------------------------------------
 
   /// Links this process and `other`. Idempotent; linking to oneself does nothing. If `other` is
   /// not alive: a trapping process gets `exit_message{other, noproc}`, a non-trapping one gets
@@ -162,7 +165,7 @@ class basic_process {
   ack_wait set_ack_wait(ack_wait mode) noexcept;
   ack_wait get_ack_wait() const noexcept;
 
-  // -- monitors (SEMANTICS §3) ------------------------------------------------------------------
+  // -- monitors (spec §3) ------------------------------------------------------------------
 
   /// A new unique reference.
   [[nodiscard]] ref make_ref() const noexcept;
@@ -182,7 +185,7 @@ class basic_process {
   /// demonitor(Ref, [flush]): also removes a DOWN for `r` that is already queued.
   bool demonitor(ref r, flush_t) noexcept;
 
-  // -- names (SEMANTICS §9) ----------------------------------------------------------------------
+  // -- names (spec §9) ----------------------------------------------------------------------
 
   /// Registers this process under `name`. Fails with errc::name_taken, errc::already_named or
   /// errc::invalid_name.
@@ -196,10 +199,10 @@ class basic_process {
   /// Messages queued in this process's mailbox (after taking in every message that arrived).
   std::size_t message_queue_len() noexcept;
   /// The processes this one monitors, one entry per active monitor (process_info(self(),
-  /// monitors), SEMANTICS §3 rule 7).
+  /// monitors), spec §3 rule 7).
   std::vector<pid> monitors() const;
   /// How many messages receives of this process have examined so far: the cost model of
-  /// SEMANTICS §1.3 made visible. A receive that matched nothing examined every queued message.
+  /// spec §1.3 made visible. A receive that matched nothing examined every queued message.
   std::uint64_t messages_examined() const noexcept;
 
  protected:
@@ -250,7 +253,7 @@ class process final : public basic_process {
     return detail::receive_awaiter<request>(p_, std::forward<Args>(args)...);
   }
 
-  /// Suspends for `d` (a receive with only an `after` clause, SEMANTICS §1.2 rule 12).
+  /// Suspends for `d` (a receive with only an `after` clause, spec §1.2 rule 12).
   template <class Rep, class Period>
   [[nodiscard]] auto sleep(std::chrono::duration<Rep, Period> d) {
     return receive(after(d));
@@ -294,6 +297,8 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
   using Fn = std::decay_t<F>;
   static_assert(std::is_invocable_r_v<task<>, Fn&, process&>,
                 "a process body must be callable as task<>(beamlet::process&)");
+  static_assert(alignof(Fn) <= max_body_alignment,
+                "a process body may not be over-aligned (alignof > 16)");
   proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn));
   task<> t;
   try {

@@ -7,12 +7,12 @@
 //                                  after(5s));                     // give up after 5 s
 //   if (auto* p = m.get_if<ping>()) ...; else if (m.timed_out()) ...
 //
-// Semantics are Erlang's (SEMANTICS §1.2): the OLDEST message matching ANY clause is taken (for
+// Semantics are Erlang's (spec §1.2): the OLDEST message matching ANY clause is taken (for
 // each message in queue order the clauses are tried top to bottom); messages that match nothing
 // stay queued in their original order; a blocked receive only tests messages that arrive after
 // it blocked; the next receive starts again at the head of the queue. `after(0)` polls once and
 // never blocks; `after(infinity)` is the same as no `after`; a receive with only `after(t)` is a
-// sleep.
+// sleep. Timeouts follow beamlet/timeout.hpp: negative or NaN is an error, overlong is infinity.
 //
 // Clause matching is by exact type: `on<T>` matches a message sent as T (after decay), not a
 // type derived from T. Guards take `const T&` and must not have side effects that matter: like
@@ -24,9 +24,13 @@
 //    matched message;
 //  * handler style (every clause has a handler, and `after` too if present): the matched clause's
 //    handler runs with the message as an rvalue and the receive yields the handlers' common
-//    return type.
+//    return type. For a message type whose move constructor may throw, the message is first
+//    moved out of the mailbox with the strong guarantee (if that move throws, the message stays
+//    queued where it was and the receive throws); the handler then gets that moved-out value,
+//    and an exception from there on (the handler's own parameter copy included) is the
+//    handler's: the message is consumed, as in Erlang once a clause has matched.
 //
-// Cost model (SEMANTICS §1.3): a receive that matches nothing has examined every queued message;
+// Cost model (spec §1.3): a receive that matches nothing has examined every queued message;
 // that is deliberate, it is how BEAM behaves and what the supervisor meltdown is made of. A
 // receive that starts with `since(r)`, where r was made with `make_ref(marked)` or
 // `monitor(p, marked)`, skips every message queued before r existed. Only use it when every
@@ -48,6 +52,7 @@
 #include <beamlet/detail/receive_op.hpp>
 #include <beamlet/error.hpp>
 #include <beamlet/ids.hpp>
+#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -156,57 +161,38 @@ constexpr on_clause<any_message, detail::no_guard, std::decay_t<H>> on_any(H&& h
   return {detail::no_guard{}, std::forward<H>(handler)};
 }
 
-/// `after(infinity)`: no timeout.
-struct infinity_t {
-  explicit constexpr infinity_t() = default;
-};
-inline constexpr infinity_t infinity{};
-
 /// The timeout clause; must be the last argument of a receive.
 template <class Handler = detail::no_handler>
 class after_clause {
  public:
   static constexpr bool has_handler = !std::is_same_v<Handler, detail::no_handler>;
-  constexpr after_clause(bool finite, detail::clock::duration d, Handler h)
-      : finite_(finite), duration_(d), handler(std::move(h)) {}
+  constexpr after_clause(timeout_value t, Handler h) : timeout_(t), handler(std::move(h)) {}
 
-  bool finite() const noexcept { return finite_; }
-  detail::clock::duration duration() const noexcept { return duration_; }
+  bool finite() const noexcept { return timeout_.finite(); }
+  detail::clock::duration duration() const noexcept { return timeout_.duration(); }
 
  private:
-  bool finite_;
-  detail::clock::duration duration_;
+  timeout_value timeout_;
 
  public:
   Handler handler;
 };
 
-namespace detail {
-template <class Rep, class Period>
-clock::duration checked_timeout(std::chrono::duration<Rep, Period> d) {
-  if (d < std::chrono::duration<Rep, Period>::zero())
-    throw timeout_value_error("beamlet: receive timeout must not be negative (timeout_value)");
-  return std::chrono::ceil<clock::duration>(d);
+/// Time out `t` after entering the receive (a duration or `infinity`; see
+/// beamlet/timeout.hpp). A negative or NaN duration throws timeout_value_error here, before
+/// the receive starts.
+inline after_clause<> after(timeout_value t) {
+  return {t, {}};
 }
-}  // namespace detail
-
-/// Time out `d` after entering the receive. Throws timeout_value_error for a negative d.
-template <class Rep, class Period>
-after_clause<> after(std::chrono::duration<Rep, Period> d) {
-  return {true, detail::checked_timeout(d), {}};
-}
-/// Time out `d` after entering the receive and run `handler()`.
-template <class Rep, class Period, class H>
-after_clause<std::decay_t<H>> after(std::chrono::duration<Rep, Period> d, H&& handler) {
+/// Time out `t` after entering the receive and run `handler()`.
+template <class H>
+after_clause<std::decay_t<H>> after(timeout_value t, H&& handler) {
   static_assert(std::is_invocable_v<std::decay_t<H>&>,
-                "after(d, handler): handler() must be callable");
-  return {true, detail::checked_timeout(d), std::forward<H>(handler)};
-}
-inline after_clause<> after(infinity_t) {
-  return {false, {}, {}};
+                "after(t, handler): handler() must be callable");
+  return {t, std::forward<H>(handler)};
 }
 
-/// Tag for make_ref/monitor: also place a receive marker (SEMANTICS §1.3 rule 16).
+/// Tag for make_ref/monitor: also place a receive marker (spec §1.3 rule 16).
 struct marked_t {
   explicit constexpr marked_t() = default;
 };
@@ -375,6 +361,7 @@ class receive_request : public receive_op {
       if (c >= 0) {
         q.add_scanned(examined);
         matched = q.unlink_after(prev);
+        queue = &q;
         clause = c;
         position = prev;
         return true;
@@ -502,8 +489,20 @@ class receive_request : public receive_op {
     using T = clause_message_t<C>;
     if constexpr (std::is_same_v<T, any_message>) {
       return std::get<I>(clauses_).handler(any_message(std::exchange(n, nullptr)));
-    } else {
+    } else if constexpr (std::is_nothrow_move_constructible_v<T>) {
       return std::get<I>(clauses_).handler(std::move(payload<T>(n)));
+    } else {
+      // Strong guarantee: the message leaves the mailbox only once it has been moved out. If
+      // that move throws, the message goes back to where it was and the exception propagates.
+      std::optional<T> local;
+      try {
+        local.emplace(std::move(payload<T>(n)));
+      } catch (...) {
+        queue->insert_after(position, std::exchange(n, nullptr));
+        throw;
+      }
+      destroy_node(std::exchange(n, nullptr));
+      return std::get<I>(clauses_).handler(std::move(*local));
     }
   }
 
@@ -532,7 +531,7 @@ struct receive_types {
                 "since() must come first and after() last");
   static_assert(!shape::has_since || no_catch_all(std::make_index_sequence<shape::clause_count>{}),
                 "receive(since(r), ...): a catch-all clause cannot be marked; every clause must "
-                "match only messages carrying r (SEMANTICS §1.3 rule 15)");
+                "match only messages carrying r (spec §1.3 rule 15)");
   static auto after_type() {
     if constexpr (shape::has_after) {
       return std::type_identity<std::tuple_element_t<shape::n - 1, all_t>>{};

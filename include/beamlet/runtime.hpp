@@ -32,17 +32,23 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// Upper bounds of runtime_options; larger values are rejected.
+inline constexpr unsigned max_schedulers = 1024;
+inline constexpr std::size_t max_process_limit = std::size_t{1} << 28;
+
+/// Checked when the runtime is constructed: an out-of-range value throws std::invalid_argument.
 struct runtime_options {
-  /// Scheduler threads; 0 means std::thread::hardware_concurrency().
+  /// Scheduler threads; 0 means std::thread::hardware_concurrency(). At most max_schedulers.
   unsigned schedulers = 0;
-  /// Capacity of the process table (rounded up to a power of two). Its memory is reserved
-  /// lazily, so a large value costs address space, not RSS.
+  /// How many processes (mailboxes included) may be alive at once, exactly: the spawn after
+  /// that throws system_limit_error. 1..max_process_limit. The process table is reserved
+  /// lazily, so a large value costs address space (about 9 bytes per process), not RSS.
   std::size_t max_processes = std::size_t{1} << 22;
   /// Receives a process may complete in one run before it is rescheduled behind the others
   /// (BEAM's reduction budget).
   int reductions = 2000;
   /// How long shutdown waits for processes to exit on the `shutdown` signal before ending the
-  /// rest.
+  /// rest. Must not be negative; milliseconds::max() waits as long as it takes.
   std::chrono::milliseconds shutdown_grace{1000};
 };
 
@@ -71,11 +77,11 @@ class runtime {
   [[nodiscard]] std::error_code send(std::string_view name, T&& msg) {
     return detail::send_node_named(*core_, name, detail::make_message(std::forward<T>(msg)));
   }
-  /// Delivers `msg` to `to` after `delay`; the returned ref cancels it.
-  template <message T, class Rep, class Period>
-  ref send_after(pid to, T&& msg, std::chrono::duration<Rep, Period> delay) {
-    return detail::send_node_after(*core_, to, detail::make_message(std::forward<T>(msg)),
-                                   detail::checked_timeout(delay));
+  /// Delivers `msg` to `to` after `delay`; the returned ref cancels it. Same rules as
+  /// basic_process::send_after.
+  template <message T>
+  ref send_after(pid to, T&& msg, timeout_value delay) {
+    return detail::send_node_after(*core_, to, detail::make_message(std::forward<T>(msg)), delay);
   }
   std::optional<std::chrono::nanoseconds> cancel_timer(ref timer);
   /// Timers pending: send_after timers plus receives blocked with a timeout.
@@ -84,11 +90,11 @@ class runtime {
   /// Sends an exit signal from outside (its sender is the null pid). `kill` cannot be trapped.
   void exit(pid target, const exit_reason& reason);
 
-  /// Blocks until `target` has exited and returns its reason (`noproc` if it was not alive), or
-  /// nullopt after `timeout`.
-  std::optional<exit_reason> wait(pid target, std::chrono::milliseconds timeout);
+  /// Blocks until `target` has exited and returns its reason (`noproc` if it was not alive, the
+  /// null pid included), or nullopt after `timeout`.
+  std::optional<exit_reason> wait(pid target, timeout_value timeout);
 
-  // -- names (SEMANTICS §9) ----------------------------------------------------------------------
+  // -- names (spec §9) ----------------------------------------------------------------------
   [[nodiscard]] std::error_code register_name(std::string_view name, pid p);
   [[nodiscard]] std::error_code unregister_name(std::string_view name);
   std::optional<pid> whereis(std::string_view name) const;
@@ -105,8 +111,11 @@ class runtime {
   /// is not alive.
   std::vector<pid> monitored_by(pid p) const;
 
-  /// Stops every process (see the header comment) and joins all threads. Idempotent; the
-  /// destructor calls it. Must not be called from inside a process.
+  /// Stops every process (see the header comment) and joins all threads. Idempotent and
+  /// thread-safe: when several threads call it, one does the work and the others return once
+  /// it is done. Called from inside one of this runtime's processes it throws std::logic_error
+  /// (it would wait for its caller to exit). The destructor calls it, so a runtime must not be
+  /// destroyed from inside one of its own processes either (that would std::terminate).
   void shutdown();
 
   detail::runtime_core& core() noexcept { return *core_; }

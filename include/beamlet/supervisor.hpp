@@ -1,4 +1,4 @@
-// beamlet/supervisor.hpp: the static supervisor (OTP `supervisor`, SEMANTICS §6).
+// beamlet/supervisor.hpp: the static supervisor (OTP `supervisor`, spec §6).
 //
 // A supervisor is a process that starts a list of children in order, traps exits, and restarts
 // children that end according to their restart type and the supervisor's strategy:
@@ -13,7 +13,10 @@
 //
 // Flags default to Elixir's Supervisor (one_for_one, 3 restarts in 5 s; Erlang's own map
 // default is intensity 1). The management API mirrors OTP's, with its error values as sup_error
-// codes. All calls wait without timeout, as OTP's do. Children start through the supervisor's
+// codes. Calls wait without limit by default, as OTP's do (gen_server:call(Sup, Req,
+// infinity)); every call takes an optional `timeout` so that a stuck supervisor cannot block its
+// caller forever: when it expires the call throws call_error(timeout), as a gen_server call
+// does, and the supervisor is not told. Children start through the supervisor's
 // ack_wait flag (supervisor_options::wait), so a static supervisor can also be made O(1) in its
 // mailbox; the default is OTP's pid-keyed scan.
 //
@@ -39,6 +42,7 @@
 #include <beamlet/process.hpp>
 #include <beamlet/start_result.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -126,8 +130,8 @@ struct child_counts {
 struct supervisor_options {
   /// Registered name (copied).
   std::string_view name{};
-  /// Start timeout; nullopt is infinity.
-  std::optional<std::chrono::milliseconds> timeout{};
+  /// Start timeout (infinity by default).
+  timeout_value timeout{};
   /// How the supervisor waits for its children's init acks (default: scan, as OTP).
   ack_wait wait = ack_wait::scan;
 };
@@ -152,28 +156,50 @@ class supervisor {
   /// start_link from an outside thread (the supervisor is linked to the mailbox).
   static start_result start_link(mailbox& me, supervisor_options opts, supervisor_init_fn init);
 
+  // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
+  // and, with a finite `timeout`, when the supervisor does not answer in time.
   static task<sup_result<start_result>> start_child(process& self, supervisor_ref sup,
-                                                    child_spec spec);
-  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, std::string id);
-  /// A pid is not an id for a static supervisor: always not_found (SEMANTICS §6.4 rule 12).
-  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, pid child);
+                                                    child_spec spec,
+                                                    timeout_value timeout = infinity);
+  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, std::string id,
+                                                timeout_value timeout = infinity);
+  /// A pid is not an id for a static supervisor: always not_found (spec §6.4 rule 12).
+  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, pid child,
+                                                timeout_value timeout = infinity);
   static task<sup_result<start_result>> restart_child(process& self, supervisor_ref sup,
-                                                      std::string id);
-  static task<sup_result<void>> delete_child(process& self, supervisor_ref sup, std::string id);
+                                                      std::string id,
+                                                      timeout_value timeout = infinity);
+  static task<sup_result<void>> delete_child(process& self, supervisor_ref sup, std::string id,
+                                             timeout_value timeout = infinity);
   /// Most recently started first.
-  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup);
-  static task<child_counts> count_children(process& self, supervisor_ref sup);
+  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup,
+                                                      timeout_value timeout = infinity);
+  static task<child_counts> count_children(process& self, supervisor_ref sup,
+                                           timeout_value timeout = infinity);
   static task<sup_result<child_spec>> get_childspec(process& self, supervisor_ref sup,
-                                                    std::string id);
+                                                    std::string id,
+                                                    timeout_value timeout = infinity);
   /// Stops the supervisor (and its children) and waits until it has exited.
-  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal());
+  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
+                     timeout_value timeout = infinity);
 
   // Blocking forms for outside threads.
-  static sup_result<start_result> start_child(mailbox& me, supervisor_ref sup, child_spec spec);
-  static sup_result<void> terminate_child(mailbox& me, supervisor_ref sup, std::string id);
-  static std::vector<child_info> which_children(mailbox& me, supervisor_ref sup);
-  static child_counts count_children(mailbox& me, supervisor_ref sup);
-  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal());
+  static sup_result<start_result> start_child(mailbox& me, supervisor_ref sup, child_spec spec,
+                                              timeout_value timeout = infinity);
+  static sup_result<void> terminate_child(mailbox& me, supervisor_ref sup, std::string id,
+                                          timeout_value timeout = infinity);
+  static sup_result<start_result> restart_child(mailbox& me, supervisor_ref sup, std::string id,
+                                                timeout_value timeout = infinity);
+  static sup_result<void> delete_child(mailbox& me, supervisor_ref sup, std::string id,
+                                       timeout_value timeout = infinity);
+  static std::vector<child_info> which_children(mailbox& me, supervisor_ref sup,
+                                                timeout_value timeout = infinity);
+  static child_counts count_children(mailbox& me, supervisor_ref sup,
+                                     timeout_value timeout = infinity);
+  static sup_result<child_spec> get_childspec(mailbox& me, supervisor_ref sup, std::string id,
+                                              timeout_value timeout = infinity);
+  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
+                   timeout_value timeout = infinity);
 };
 
 /// A start function for a nested supervisor: `child_spec("sub", supervisor_start(flags,

@@ -11,6 +11,11 @@
 // running process has used stack_budget bytes, the next transfer is handed to the scheduler,
 // which continues it from the bottom of the stack. Programs see only an extra yield.
 //
+// Awaiting a task costs one reduction of the process's budget (runtime_options::reductions),
+// like a receive: a process whose budget is spent yields at the co_await, even when the task
+// would have completed or thrown without suspending, so no loop of co_awaits can keep a
+// scheduler thread from the other processes.
+//
 // Destroying a suspended task destroys its frame and, through the awaited-task objects its frame
 // holds, every frame below it: that is how a killed process runs the destructors of all its
 // coroutine locals. Frames are allocated with beamlet's size-class allocator.
@@ -39,12 +44,25 @@ namespace detail {
 /// Stack a chain of task transfers may use before it is continued from the scheduler.
 inline constexpr std::size_t stack_budget = std::size_t{256} << 10;
 
-/// Set by the scheduler while a process runs on this thread: the lowest address the chain may
-/// reach (0 outside processes).
-extern thread_local std::uintptr_t stack_floor;
+/// What the scheduler tells the process running on this thread about its current run.
+struct run_context {
+  /// The lowest address a chain of task transfers may reach (0 outside processes).
+  std::uintptr_t stack_floor = 0;
+  /// Reductions left in this run (BEAM's budget). Every receive and every task awaited
+  /// charges one; at zero the process yields at that co_await.
+  int budget = 0;
+};
+/// Defined here (constant-initialised) so that reading it is a plain TLS access.
+inline thread_local run_context this_run{};
 
 inline bool stack_exhausted() noexcept {
-  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < stack_floor;
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < this_run.stack_floor;
+}
+
+/// Charges one reduction; true when the running process must yield now (its budget is spent,
+/// or the transfer chain has used up its stack).
+inline bool must_yield() noexcept {
+  return --this_run.budget <= 0 || stack_exhausted();
 }
 
 /// Makes the running process yield, to continue with `h` when the scheduler runs it next.
@@ -111,6 +129,19 @@ class task_promise<void> final : public task_promise_base {
   void take() { rethrow_if_failed(); }
 };
 
+/// GCC 12 miscompiles an aggregate temporary with a destructor inside a co_await expression
+/// (double free; see docs/gcc12-coroutines.md). APIs that are always co_awaited and take such
+/// an argument by value (call's request, gen_server start arguments, proc_lib child bodies)
+/// reject it at compile time on that compiler: pass a named variable instead.
+template <class Arg>
+inline constexpr bool coroutine_safe_argument =
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+    std::is_lvalue_reference_v<Arg> || !std::is_aggregate_v<std::remove_cvref_t<Arg>> ||
+    std::is_trivially_destructible_v<std::remove_cvref_t<Arg>>;
+#else
+    true;
+#endif
+
 }  // namespace detail
 
 template <class T>
@@ -142,7 +173,9 @@ class [[nodiscard]] task {
       bool await_ready() const noexcept { return !h || h.done(); }
       std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
         h.promise().set_continuation(caller);
-        if (detail::stack_exhausted()) return detail::continue_from_scheduler(h);
+        // Every awaited task is a reduction, so a loop of tasks that complete (or throw)
+        // without ever suspending still yields when the budget is spent (fairness).
+        if (detail::must_yield()) return detail::continue_from_scheduler(h);
         return h;
       }
       T await_resume() { return h.promise().take(); }

@@ -1,4 +1,4 @@
-// SEMANTICS §1.3 rule 15: a receive marked with since(ref) must not have a catch-all clause.
+// spec §1.3 rule 15: a receive marked with since(ref) must not have a catch-all clause.
 #include <beamlet/beamlet.hpp>
 
 beamlet::task<> body(beamlet::process& self) {

@@ -1,4 +1,4 @@
-// SEMANTICS §1.3: the cost model of selective receive, and receive markers.
+// spec §1.3: the cost model of selective receive, and receive markers.
 #include "test_support.hpp"
 
 namespace beamlet::test {

@@ -1,5 +1,9 @@
-// exit_reason values and SEMANTICS §2 rule 8 (clean reasons).
+// exit_reason values and spec §2 rule 8 (clean reasons).
+#include <functional>
+#include <new>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -15,7 +19,7 @@ TEST(ExitReason, PrintsErlangTerms) {
   EXPECT_EQ(exit_reason::error("timeout").to_string(), "timeout");
 }
 
-// SEMANTICS §2 rule 8: normal, shutdown and {shutdown, _} are clean; everything else is not.
+// spec §2 rule 8: normal, shutdown and {shutdown, _} are clean; everything else is not.
 TEST(ExitReason, S2_8_CleanReasons) {
   EXPECT_TRUE(exit_reason::normal().is_clean());
   EXPECT_TRUE(exit_reason::shutdown().is_clean());
@@ -70,6 +74,71 @@ TEST(ExitReason, NonStdExceptionKeepsItsType) {
     r = exit_reason::from_exception(std::current_exception());
   }
   EXPECT_EQ(r.exception_type(), "int");
+}
+
+namespace {
+struct null_what : std::exception {
+  const char* what() const noexcept override { return nullptr; }
+};
+struct not_a_std_exception {
+  std::string why = "custom";
+};
+template <class E>
+exit_reason reason_of(E e) {
+  try {
+    throw e;
+  } catch (...) {
+    return exit_reason::from_exception(std::current_exception());
+  }
+}
+}  // namespace
+
+TEST(ExitReason, ExceptionWithNullWhat) {
+  const exit_reason r = reason_of(null_what{});
+  EXPECT_EQ(r.which(), exit_reason::kind::exception);
+  EXPECT_EQ(r.detail(), "");
+  EXPECT_NE(r.exception_type().find("null_what"), std::string::npos) << r.exception_type();
+}
+
+TEST(ExitReason, ThrownStringsKeepTheirText) {
+  const exit_reason c = reason_of("boom");
+  EXPECT_EQ(c.exception_type(), "const char*");
+  EXPECT_EQ(c.detail(), "boom");
+  EXPECT_EQ(reason_of(static_cast<const char*>(nullptr)).detail(), "");
+  const exit_reason s = reason_of(std::string("bang"));
+  EXPECT_EQ(s.detail(), "bang");
+}
+
+// Whatever escapes a process body becomes its exit reason; the program goes on.
+TEST(ExitReason, ExceptionsOfEveryShapeEndOnlyTheProcess) {
+  runtime rt;
+  std::vector<std::function<void()>> throwers{
+      [] { throw null_what{}; },
+      [] { throw 42; },
+      [] { throw "text"; },
+      [] { throw std::string("string"); },
+      [] { throw not_a_std_exception{}; },
+      [] { throw std::bad_alloc(); },
+      [] { throw exit_exception(exit_reason::error("custom_exit")); },
+      [] {
+        try {
+          throw std::runtime_error("inner");
+        } catch (...) {
+          std::throw_with_nested(std::logic_error("outer"));
+        }
+      },
+  };
+  std::vector<std::string> got;
+  for (auto& f : throwers) {
+    const auto r = run_process(rt, [&f](process&) -> task<> {
+      f();
+      co_return;
+    });
+    ASSERT_TRUE(r);
+    got.push_back(r->which() == exit_reason::kind::exception ? r->detail() : r->to_string());
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"", "", "text", "string", "", "std::bad_alloc",
+                                           "custom_exit", "outer"}));
 }
 
 }  // namespace beamlet::test

@@ -1,4 +1,4 @@
-// SEMANTICS §4: GenServer.
+// spec §4: GenServer.
 #include <beamlet/gen_server.hpp>
 
 #include <mutex>
@@ -441,6 +441,64 @@ TEST(GenServer, S4_4_17_Stop) {
     }
   });
   EXPECT_EQ(outcomes, (std::vector<std::string>{"stopped", "noproc"}));
+}
+
+namespace {
+// terminate exits with its own reason (OTP: exit(R) inside terminate/2), or takes its time.
+class stubborn : public gen_server<stubborn> {
+ public:
+  explicit stubborn(bool slow) : slow_(slow) {}
+  task<> terminate(const exit_reason&) {
+    if (slow_) co_await self().sleep(2s);
+    throw exit_exception(exit_reason::error("terminate_exit"));
+  }
+
+ private:
+  bool slow_;
+};
+}  // namespace
+
+// gen_server:stop reports OTP's bare reasons (noproc, timeout, R), not a call's wrapped ones.
+TEST(GenServer, StopErrorsAreBareReasons) {
+  runtime rt;
+  std::vector<std::string> outcomes;
+  auto stop_reason = [&](auto&& stopping) -> task<> {
+    try {
+      co_await stopping();
+      outcomes.push_back("ok");
+    } catch (const call_error& e) {
+      outcomes.push_back(e.reason().to_string() + " " + e.server_reason().to_string());
+    }
+  };
+  run_process(rt, [&](process& self) -> task<> {
+    self.trap_exit(true);
+    const auto a = co_await stubborn::start_link(self, {}, false);
+    const server_ref<stubborn> fast(a.pid());
+    co_await stop_reason([&] { return stop(self, fast); });
+    co_await stop_reason([&] { return stop(self, fast); });  // dead now
+    const auto b = co_await stubborn::start_link(self, {}, true);
+    const server_ref<stubborn> slow(b.pid());
+    co_await stop_reason([&] { return stop(self, slow, exit_reason::normal(), 50ms); });
+    self.exit(b.pid(), exit_reason::kill());
+  });
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"terminate_exit terminate_exit", "noproc noproc",
+                                                "timeout timeout"}));
+  // The blocking form agrees.
+  mailbox me(rt);
+  me.trap_exit(true);
+  const auto c = stubborn::start_link(me, {}, false);
+  try {
+    stop(me, server_ref<stubborn>(c.pid()));
+    ADD_FAILURE() << "stop returned";
+  } catch (const call_error& e) {
+    EXPECT_EQ(e.reason().to_string(), "terminate_exit");
+  }
+  try {
+    stop(me, server_ref<stubborn>(c.pid()));
+    ADD_FAILURE() << "stop returned";
+  } catch (const call_error& e) {
+    EXPECT_EQ(e.reason().to_string(), "noproc");
+  }
 }
 
 // Coroutine handlers may call other servers.

@@ -1,4 +1,4 @@
-// SEMANTICS §2: links and exit signals.
+// spec §2: links and exit signals.
 #include <thread>
 
 #include "test_support.hpp"

@@ -1,4 +1,4 @@
-// SEMANTICS §3: monitors.
+// spec §3: monitors.
 #include <algorithm>
 #include <thread>
 

@@ -1,4 +1,4 @@
-// SEMANTICS §1.1: delivery and ordering.
+// spec §1.1: delivery and ordering.
 #include <memory>
 #include <thread>
 #include <vector>

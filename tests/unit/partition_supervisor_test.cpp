@@ -1,4 +1,4 @@
-// SEMANTICS §8 and §11: PartitionSupervisor, with the cases of Elixir 1.14.0's
+// spec §8 and §11: PartitionSupervisor, with the cases of Elixir 1.14.0's
 // lib/elixir/test/elixir/partition_supervisor_test.exs ported (each TEST names its `test`),
 // the routing vectors of §8.3, and the fix of the 1.14 routing bug (§8.3 rule 12).
 #include <beamlet/dynamic_supervisor.hpp>
@@ -190,8 +190,9 @@ TEST(PartitionSupervisorTest, WithArguments) {
 }
 
 // "raises without name" / "raises without child_spec" / "raises on bad partitions" / "raises
-// on bad with_arguments": in the caller, before anything is spawned.
-TEST(PartitionSupervisorTest, RaisesOnBadOptions) {
+// on bad with_arguments": checked in the caller, before anything is spawned. beamlet reports
+// them as start errors, like every bad supervisor flag (docs/errors.md), where Elixir raises.
+TEST(PartitionSupervisorTest, BadOptionsAreStartErrors) {
   run_case([](process& self, runtime& rt) -> task<> {
     const std::size_t before = rt.process_count();
     std::vector<partition_supervisor_options> bad;
@@ -204,24 +205,18 @@ TEST(PartitionSupervisorTest, RaisesOnBadOptions) {
       s.start = nullptr;
       return s;
     };
-    std::vector<std::string> messages;
-    for (const auto& o : bad) {
-      std::string what = "no exception";
-      try {
-        (void)co_await partition_supervisor::start_link(self, o);
-      } catch (const std::invalid_argument& e) {
-        what = e.what();
-      }
-      messages.push_back(what);
-    }
-    EXPECT_EQ(messages,
-              (std::vector<std::string>{
-                  "the name option must be given to partition_supervisor",
-                  "the child option must be given to partition_supervisor",
-                  "the partitions option must be a positive integer, got: 0",
-                  "the call to the function in with_arguments must return a child spec with a "
-                  "start function, got none for partition 0"}));
-    EXPECT_EQ(rt.process_count(), before);
+    bad.push_back(options("foo", dynamic_spec()));
+    bad.back().max_restarts = -1;  // a supervisor flag: reported the same way
+    std::vector<std::string> got;
+    for (const auto& o : bad)
+      got.push_back((co_await partition_supervisor::start_link(self, o)).to_string());
+    EXPECT_EQ(got, (std::vector<std::string>{"{error,{supervisor_data,missing_name}}",
+                                             "{error,{supervisor_data,missing_child}}",
+                                             "{error,{supervisor_data,{invalid_partitions,0}}}",
+                                             "{error,{start_spec,{missing_start,0}}}",
+                                             "{error,{supervisor_data,{invalid_intensity,-1}}}"}));
+    EXPECT_TRUE(eventually([&] { return rt.process_count() == before; }));
+    EXPECT_FALSE(rt.whereis("foo").has_value());
   });
 }
 

@@ -1,4 +1,5 @@
-// SEMANTICS §1.2: selective receive.
+// spec §1.2: selective receive.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -243,6 +244,62 @@ TEST(Receive, BadAccessThrows) {
   rt.send(p, a{1});
   expect_exit(rt, p);
   EXPECT_TRUE(threw);
+}
+
+namespace {
+// Copyable only (the declared copy constructor suppresses the move): "moving" it copies, and
+// the copy of the message whose id is `fail_id` throws.
+struct fragile {
+  explicit fragile(int i) : id(i) {}
+  fragile(const fragile& o) : id(o.id) {
+    if (o.id == fail_id.load()) throw std::runtime_error("copy failed");
+  }
+  fragile& operator=(const fragile&) = default;
+  ~fragile() {}
+  int id;
+  static inline std::atomic<int> fail_id{-1};
+};
+}  // namespace
+
+// A handler-style receive whose message cannot be moved out keeps the message where it was
+// (strong guarantee); the next receive finds it again.
+TEST(Receive, HandlerStyleKeepsTheMessageWhenItsMoveThrows) {
+  runtime rt;
+  mailbox me(rt);
+  for (int i = 1; i <= 3; ++i) {
+    const fragile f(i);
+    me.send(me.self(), f);
+  }
+  auto take = [&] { return me.receive(on<fragile>([](fragile f) { return f.id; })); };
+  fragile::fail_id = 2;
+  EXPECT_EQ(take(), 1);
+  EXPECT_THROW(take(), std::runtime_error);
+  EXPECT_EQ(me.message_queue_len(), 2u);
+  fragile::fail_id = -1;
+  EXPECT_EQ(take(), 2);  // still first, in its place
+  EXPECT_EQ(take(), 3);
+  // The same from a coroutine process, with a guard that selects the middle message.
+  const auto r = run_process(rt, [](process& self) -> task<> {
+    for (int i = 1; i <= 3; ++i) {
+      const fragile f(i);
+      self.send(self.self(), f);
+    }
+    fragile::fail_id = 2;
+    auto second = [](const fragile& f) { return f.id == 2; };
+    bool threw = false;
+    try {
+      (void)co_await self.receive(on<fragile>([](fragile f) { return f.id; }).when(second));
+    } catch (const std::runtime_error&) {
+      threw = true;
+    }
+    EXPECT_TRUE(threw);
+    fragile::fail_id = -1;
+    std::vector<int> order;
+    for (int i = 0; i < 3; ++i)
+      order.push_back(co_await self.receive(on<fragile>([](fragile f) { return f.id; })));
+    EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  });
+  EXPECT_EQ(r, exit_reason::normal());
 }
 
 }  // namespace beamlet::test

@@ -1,4 +1,4 @@
-// SEMANTICS §9: registered names (and §1.1 rule 5: sending to a name).
+// spec §9: registered names (and §1.1 rule 5: sending to a name).
 #include <thread>
 
 #include "test_support.hpp"

@@ -1,5 +1,7 @@
 // Runtime lifecycle: shutdown stops every process, joins threads, leaks nothing.
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -68,16 +70,73 @@ TEST(Runtime, SpawnAfterShutdownThrows) {
   rt.send(pid(1), go{});  // harmless
 }
 
-TEST(Runtime, FullProcessTableThrows) {
-  runtime rt({.max_processes = 1024});
-  std::vector<pid> ps;
-  EXPECT_THROW(
-      {
-        for (int i = 0; i < 2000; ++i) ps.push_back(rt.spawn(park_forever));
-      },
-      system_limit_error);
-  EXPECT_GT(ps.size(), 800u);
-  for (pid p : ps) rt.exit(p, exit_reason::kill());
+// runtime_options::max_processes is exact: that many processes (mailboxes included) and no
+// more, whatever the internal table's size.
+TEST(Runtime, MaxProcessesIsExact) {
+  for (const std::size_t limit : {std::size_t{1}, std::size_t{16}, std::size_t{1000}}) {
+    runtime rt({.max_processes = limit});
+    std::vector<pid> ps;
+    try {
+      for (std::size_t i = 0; i < 2000; ++i) ps.push_back(rt.spawn(park_forever));
+      ADD_FAILURE() << "no system_limit_error with max_processes " << limit;
+    } catch (const system_limit_error&) {
+    }
+    EXPECT_EQ(ps.size(), limit);
+    for (pid p : ps) rt.exit(p, exit_reason::kill());
+    // Room again once they are gone.
+    EXPECT_TRUE(eventually([&] { return rt.process_count() == 0; }));
+    EXPECT_NO_THROW(rt.exit(rt.spawn(park_forever), exit_reason::kill()));
+  }
+}
+
+TEST(Runtime, InvalidOptionsAreRejected) {
+  EXPECT_THROW(runtime({.max_processes = 0}), std::invalid_argument);
+  EXPECT_THROW(runtime({.max_processes = max_process_limit + 1}), std::invalid_argument);
+  EXPECT_THROW(runtime({.schedulers = max_schedulers + 1}), std::invalid_argument);
+  EXPECT_THROW(runtime({.shutdown_grace = -1ms}), std::invalid_argument);
+  // An overlong grace is "as long as it takes", not a wrapped negative deadline.
+  runtime rt({.shutdown_grace = std::chrono::milliseconds::max()});
+  const pid p = rt.spawn(park_forever);
+  EXPECT_TRUE(rt.is_alive(p));
+  rt.shutdown();
+  EXPECT_FALSE(rt.is_alive(p));
+}
+
+// Several threads shutting one runtime down at once: one does the work, every call returns
+// once it is done, nothing hangs or crashes (run under TSan by scripts/test).
+TEST(Runtime, ConcurrentShutdownFromFourThreads) {
+  for (int round = 0; round < 100; ++round) {
+    runtime rt({.schedulers = 2, .shutdown_grace = std::chrono::milliseconds(200)});
+    for (int i = 0; i < 8; ++i) (void)rt.spawn(park_forever);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        ready.fetch_add(1);
+        while (ready.load() < 4) std::this_thread::yield();
+        rt.shutdown();
+        EXPECT_EQ(rt.process_count(), 0u);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
+TEST(Runtime, ShutdownFromInsideAProcessThrows) {
+  runtime rt;
+  std::atomic<bool> threw{false};
+  const auto r = run_process(rt, [&](process&) -> task<> {
+    try {
+      rt.shutdown();
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    co_return;
+  });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, exit_reason::normal());
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(rt.process_count(), 0u);
 }
 
 // Everything is freed: after the runtime is gone, no block of beamlet's allocator is live.

@@ -106,7 +106,7 @@ TEST(Scheduler, OneThreadAtATime) {
   std::atomic<int> bad{0};
   std::vector<pid> ps;
   for (int i = 0; i < procs; ++i) {
-    ps.push_back(rt.spawn([&, rounds](process& self) -> task<> {
+    ps.push_back(rt.spawn([&](process& self) -> task<> {
       long counter = 0;  // plain memory touched from whichever thread runs us
       std::set<std::thread::id> seen;
       for (int k = 0; k < rounds; ++k) {

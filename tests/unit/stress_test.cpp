@@ -15,7 +15,7 @@ struct go {};
 }  // namespace
 
 // 4 sender threads x 1M messages to one process: none lost, each sender's order kept
-// (SEMANTICS §1.1 rules 1 and 7 under contention).
+// (spec §1.1 rules 1 and 7 under contention).
 TEST(Stress, FourThreadsMillionMessagesEach) {
   runtime rt;
   constexpr std::uint32_t senders = 4;

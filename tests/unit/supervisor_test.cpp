@@ -1,4 +1,4 @@
-// SEMANTICS §6 and §11: the static supervisor, with the starred supervisor_SUITE cases ported
+// spec §6 and §11: the static supervisor, with the starred supervisor_SUITE cases ported
 // (lib/stdlib/test/supervisor_SUITE.erl, erlang/otp). Each TEST names the case it ports.
 #include <beamlet/supervisor.hpp>
 
@@ -1057,6 +1057,89 @@ TEST(SupervisorSuite, OtherChildFailsRestart) {
       co_await exit_of(self, s.pid());
     }
   });
+}
+
+// A start function that returns {ok, Pid} with the null pid has started nothing: every
+// supervisor reports it as a start error ({error, {ok,undefined}}, OTP's report for a non-pid)
+// instead of recording a child <0.0.0>.
+TEST(StartResults, OkWithoutAPidIsAStartError) {
+  const start_function no_pid = [](process&) -> task<start_result> {
+    co_return start_result::ok(pid{});
+  };
+  run_case([&](process& self) -> task<> {
+    const start_result sup = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 5));
+    CO_ASSERT_TRUE(sup.is_ok());
+    const auto r = co_await supervisor::start_child(self, sup.pid(), spec("c", no_pid));
+    CO_ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().to_string(), "{ok,undefined}");
+    EXPECT_EQ((co_await supervisor::count_children(self, sup.pid())).specs, 0u);
+    // At init, too.
+    std::vector<child_spec> children{spec("c", no_pid)};  // named: GCC 12, see docs
+    const start_result bad =
+        co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 5), children);
+    EXPECT_EQ(bad.to_string(), "{error,{shutdown,{failed_to_start_child,c,{ok,undefined}}}}");
+    const dynamic_supervisor_flags df;
+    const start_result dyn = co_await dynamic_supervisor::start_link(self, {}, df);
+    CO_ASSERT_TRUE(dyn.is_ok());
+    const auto d = co_await dynamic_supervisor::start_child(self, dyn.pid(), spec("c", no_pid));
+    CO_ASSERT_FALSE(d.has_value());
+    EXPECT_EQ(d.error().code, sup_errc::start_failed);
+    EXPECT_EQ(d.error().to_string(), "{ok,undefined}");
+    EXPECT_EQ((co_await dynamic_supervisor::count_children(self, dyn.pid())).specs, 0u);
+    co_await supervisor::stop(self, sup.pid());
+    co_await dynamic_supervisor::stop(self, dyn.pid());
+  });
+}
+
+// Blocking management calls take a timeout, so a stuck supervisor cannot hold a service
+// thread forever: here the supervisor is busy in a child start that takes 2 s.
+TEST(ManagementTimeouts, BlockingCallsGiveUp) {
+  runtime rt;
+  mailbox me(rt);
+  me.trap_exit(true);
+  const start_function slow = [](process& sup) -> task<start_result> {
+    co_await sup.sleep(2s);
+    co_return start_result::ignore();
+  };
+  const start_result sup =
+      supervisor::start_link(me, {}, [] { return supervisor_init(supervisor_flags{}, {}); });
+  ASSERT_TRUE(sup.is_ok());
+  const start_result dyn = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{});
+  ASSERT_TRUE(dyn.is_ok());
+  // Keep both busy: a start_child from another process that takes 2 s.
+  (void)me.spawn([&](process& self) -> task<> {
+    (void)co_await supervisor::start_child(self, sup.pid(), spec("slow", slow));
+  });
+  (void)me.spawn([&](process& self) -> task<> {
+    (void)co_await dynamic_supervisor::start_child(self, dyn.pid(), spec("slow", slow));
+  });
+  std::this_thread::sleep_for(100ms);
+  auto expect_timeout = [](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      f();
+      ADD_FAILURE() << "the call returned";
+    } catch (const call_error& e) {
+      EXPECT_EQ(e.which(), call_error::kind::timeout);
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  };
+  expect_timeout([&] { (void)supervisor::which_children(me, sup.pid(), 100ms); });
+  expect_timeout([&] { (void)supervisor::count_children(me, sup.pid(), 100ms); });
+  expect_timeout([&] { (void)supervisor::terminate_child(me, sup.pid(), "x", 100ms); });
+  expect_timeout([&] { (void)dynamic_supervisor::which_children(me, dyn.pid(), 100ms); });
+  expect_timeout([&] { (void)dynamic_supervisor::count_children(me, dyn.pid(), 100ms); });
+  expect_timeout(
+      [&] { (void)dynamic_supervisor::start_child(me, dyn.pid(), spec("y", slow), 100ms); });
+  expect_timeout([&] { dynamic_supervisor::stop(me, dyn.pid(), exit_reason::normal(), 100ms); });
+  // Without a timeout the calls wait, as OTP's: once the slow start is over they answer.
+  EXPECT_EQ(supervisor::which_children(me, sup.pid()).size(), 1u);
+  supervisor::stop(me, sup.pid());
+  // The stop request that timed out is still queued: the dynamic supervisor ends after its
+  // slow start.
+  const auto gone = rt.wait(dyn.pid(), 10s);
+  ASSERT_TRUE(gone);
+  EXPECT_TRUE(gone->is_normal() || *gone == exit_reason::noproc());
 }
 
 }  // namespace beamlet::test

@@ -133,4 +133,48 @@ TEST(Timers, CompletedReceivesCancelTheirTimeouts) {
   rt.exit(echo, exit_reason::kill());
 }
 
+// As on BEAM, send_after timers aimed at a pid are cancelled when that process exits, and a
+// timer aimed at a pid that is not alive is cancelled at once.
+TEST(Timers, CancelledWhenTheTargetExits) {
+  runtime rt;
+  mailbox me(rt);
+  const std::size_t base = rt.pending_timers();
+  std::atomic<bool> armed{false};
+  const pid p = me.spawn([&](process& self) -> task<> {
+    for (int i = 0; i < 3; ++i) self.send_after(self.self(), tick{i}, 1h);
+    armed = true;
+    co_await self.receive(on<int>());
+  });
+  const ref outside = rt.send_after(p, tick{9}, 1h);
+  ASSERT_TRUE(eventually([&] { return armed.load(); }));
+  const ref other = rt.send_after(me.self(), tick{8}, 1h);  // aimed elsewhere: stays
+  EXPECT_EQ(rt.pending_timers(), base + 5);
+  me.exit(p, exit_reason::kill());
+  EXPECT_TRUE(eventually([&] { return rt.pending_timers() == base + 1; }))
+      << rt.pending_timers() - base << " timers left";
+  EXPECT_FALSE(rt.cancel_timer(outside).has_value());
+  // Aimed at a dead pid: nothing is armed.
+  const ref dead = rt.send_after(p, tick{7}, 1h);
+  EXPECT_EQ(rt.pending_timers(), base + 1);
+  EXPECT_FALSE(rt.cancel_timer(dead).has_value());
+  EXPECT_TRUE(rt.cancel_timer(other).has_value());
+  EXPECT_EQ(rt.pending_timers(), base);
+}
+
+// Many processes each arming timers at themselves and exiting: no timer outlives its target.
+TEST(Timers, NoTimerOutlivesItsTarget) {
+  runtime rt;
+  const std::size_t base = rt.pending_timers();
+  mailbox me(rt);
+  for (int i = 0; i < 200; ++i) {
+    (void)me.spawn([](process& self) -> task<> {
+      self.send_after(self.self(), tick{1}, 1h);
+      self.send_after(self.self(), tick{2}, 1h);
+      co_return;
+    });
+  }
+  EXPECT_TRUE(eventually([&] { return rt.process_count() == 1 && rt.pending_timers() == base; }))
+      << rt.pending_timers() - base << " timers left";
+}
+
 }  // namespace beamlet::test

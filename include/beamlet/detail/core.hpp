@@ -19,6 +19,7 @@
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/task.hpp>
+#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -39,7 +40,7 @@ void send_node(runtime_core& rt, pid to, message_node* n) noexcept;
 /// errc::not_registered when nobody holds the name.
 std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept;
 /// Starts a timer that delivers `n` to `to` after `delay`; returns its reference.
-ref send_node_after(runtime_core& rt, pid to, message_node* n, clock::duration delay);
+ref send_node_after(runtime_core& rt, pid to, message_node* n, timeout_value delay);
 
 /// The pid registered under `name`, or the null pid.
 pid whereis_in(runtime_core& rt, std::string_view name);
@@ -47,6 +48,8 @@ std::error_code unregister_in(runtime_core& rt, std::string_view name);
 
 // -- spawning ------------------------------------------------------------------------------------
 
+/// The strictest alignment a process body (the callable spawn copies) may have.
+inline constexpr std::size_t max_body_alignment = 16;
 /// Reserves a process with room for a body of the given size. Throws system_limit_error when the
 /// runtime is full or shutting down, std::bad_alloc when out of memory.
 proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align);

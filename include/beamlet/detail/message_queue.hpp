@@ -2,7 +2,7 @@
 //
 // Messages move here from the lock-free inbox in arrival order and stay until a receive takes
 // them, so the queue is exactly Erlang's: FIFO, with matched messages removed from the middle and
-// unmatched ones keeping their relative order (SEMANTICS §1.2 rules 7-9).
+// unmatched ones keeping their relative order (spec §1.2 rules 7-9).
 //
 // A receive scans from a position node: the sentinel (head of the queue), its own save position
 // when it blocked and was woken (rule 10), or a receive marker (rules 14-16). Markers are node
@@ -56,10 +56,18 @@ class message_queue {
     return n;
   }
 
+  /// Puts `n` back right after `prev` (undoes unlink_after when taking the message failed).
+  void insert_after(message_node* prev, message_node* n) noexcept {
+    n->next = prev->next;
+    prev->next = n;
+    if (tail_ == prev) tail_ = n;
+    ++size_;
+  }
+
   /// Destroys every queued message.
   void clear() noexcept;
 
-  // -- receive markers (SEMANTICS §1.3 rules 14-16) ---------------------------------------------
+  // -- receive markers (spec §1.3 rules 14-16) ---------------------------------------------
 
   /// Binds `ref_value` to the current end of the queue. Evicts the oldest marker when all
   /// slots are taken; a receive whose marker was evicted scans from the head (same result).
@@ -69,7 +77,7 @@ class message_queue {
   void clear_marker(std::uint64_t ref_value) noexcept;
   int markers_in_use() const noexcept { return markers_in_use_; }
 
-  // -- statistics for the cost-model tests (SEMANTICS §1.3 rule 13) ------------------------------
+  // -- statistics for the cost-model tests (spec §1.3 rule 13) ------------------------------
 
   /// Total number of messages examined by receives on this queue.
   std::uint64_t scanned() const noexcept { return scanned_; }

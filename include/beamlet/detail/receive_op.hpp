@@ -12,11 +12,10 @@
 
 #include <beamlet/config.hpp>
 #include <beamlet/detail/message_queue.hpp>
+#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
-
-using clock = std::chrono::steady_clock;
 
 class receive_op {
  public:
@@ -25,7 +24,7 @@ class receive_op {
 
   /// Examines the messages after `position` in order; on a match, unlinks the message into
   /// `matched` and `clause` and returns true. Otherwise leaves `position` on the last message
-  /// examined (the save position of SEMANTICS §1.2 rule 10) and returns false.
+  /// examined (the save position of spec §1.2 rule 10) and returns false.
   bool scan(message_queue& q) { return scan_(this, q); }
 
   // -- set up by the typed receive --------------------------------------------------------------
@@ -37,6 +36,7 @@ class receive_op {
   clock::time_point deadline{};  ///< entry time + timeout (rule 11: measured from entry)
   message_node* position = nullptr;
   message_node* matched = nullptr;
+  message_queue* queue = nullptr;  ///< where `matched` was taken from (right after `position`)
   int clause = -1;
   bool timed_out = false;
   std::exception_ptr error;  ///< a guard threw while the runtime was scanning
