@@ -44,6 +44,11 @@ ref send_node_after(runtime_core& rt, pid to, message_node* n, timeout_value del
 
 /// The pid registered under `name`, or the null pid.
 pid whereis_in(runtime_core& rt, std::string_view name);
+/// erlang:is_process_alive/1 (false for the null pid). The one implementation behind
+/// runtime::is_alive and basic_process::is_alive.
+bool is_alive_in(runtime_core& rt, pid p) noexcept;
+/// The runtime's scheduler thread count.
+unsigned scheduler_count(const runtime_core& rt) noexcept;
 std::error_code unregister_in(runtime_core& rt, std::string_view name);
 
 // -- spawning ------------------------------------------------------------------------------------

@@ -83,6 +83,16 @@ void runtime_core::retire(proc* p) noexcept {
   }
 }
 
+runtime_extension& extension_slot(runtime_core& rt, const void* key, extension_factory make) {
+  std::lock_guard lock(rt.extensions_mu_);
+  for (auto& [k, e] : rt.extensions_)
+    if (k == key) return *e;
+  std::unique_ptr<runtime_extension> made = make();
+  runtime_extension& ref = *made;
+  rt.extensions_.emplace_back(key, std::move(made));
+  return ref;
+}
+
 void runtime_core::shutdown() {
   if (worker* w = current_worker(); w != nullptr && &w->sched.rt() == this) {
     // It would wait for the very process that called it to exit.
@@ -204,10 +214,7 @@ std::vector<std::string> runtime::registered() const {
 }
 
 bool runtime::is_alive(pid p) const noexcept {
-  if (!p) return false;
-  detail::pin guard(*core_);
-  detail::proc* q = core_->table.lookup(p);
-  return q != nullptr && q->inbox.load(std::memory_order_acquire) != detail::closed_mark;
+  return detail::is_alive_in(*core_, p);
 }
 
 std::optional<std::string> runtime::registered_name(pid p) const {

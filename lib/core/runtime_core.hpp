@@ -7,11 +7,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <beamlet/runtime.hpp>
 
+#include <beamlet/extension.hpp>
+
 #include "epoch.hpp"
-#include "partition_table.hpp"
 #include "process_table.hpp"
 #include "registry.hpp"
 #include "scheduler.hpp"
@@ -46,8 +49,6 @@ class runtime_core {
   registry names;
   timer_service timers;
   scheduler sched;
-  /// Routing tables of partition supervisors.
-  partition_tables partitions;
 
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};
@@ -56,6 +57,9 @@ class runtime_core {
   std::atomic<std::size_t> mailboxes{0};
 
  private:
+  friend runtime_extension& extension_slot(runtime_core&, const void*, extension_factory);
+  std::mutex extensions_mu_;
+  std::vector<std::pair<const void*, std::unique_ptr<runtime_extension>>> extensions_;
   std::atomic<std::uint32_t> refs_{1};
   std::mutex shutdown_mu_;  // one shutdown runs; concurrent callers wait for it
   bool shut_down_ = false;

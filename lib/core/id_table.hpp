@@ -1,5 +1,5 @@
-// An open-addressing hash map from non-zero 64-bit ids (pid serials, ref values) to small values.
-// Key 0 marks an empty slot, so it is never a key: find/contains/erase report it absent and
+// id_table: an open-addressing hash map from non-zero 64-bit ids (pid serials, ref values) to small
+// values. Key 0 marks an empty slot, so it is never a key: find/contains/erase report it absent and
 // insert refuses it. That is what lets a null pid or ref reach any entry point harmlessly.
 // Linear probing with backward-shift deletion: no tombstones, so a process that links and
 // unlinks forever keeps a small table, and an emptied large map frees its slots. The 16-byte header
@@ -21,17 +21,17 @@ namespace detail {
 struct empty_value {};
 
 template <class V>
-class flat_map {
+class id_table {
  public:
   struct slot {
     std::uint64_t key = 0;  // 0: empty
     V value{};
   };
 
-  flat_map() noexcept = default;
-  flat_map(const flat_map&) = delete;
-  flat_map& operator=(const flat_map&) = delete;
-  ~flat_map() { clear(); }
+  id_table() noexcept = default;
+  id_table(const id_table&) = delete;
+  id_table& operator=(const id_table&) = delete;
+  ~id_table() { clear(); }
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }

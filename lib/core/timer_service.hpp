@@ -29,7 +29,7 @@
 #include <beamlet/ids.hpp>
 #include <beamlet/timeout.hpp>
 
-#include "flat_map.hpp"
+#include "id_table.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -92,8 +92,8 @@ class timer_service {
   runtime_core& rt_;
   mutable std::mutex mu_;
   std::vector<timer_entry*> heap_;
-  flat_map<send_after_entry*> by_ref_;
-  flat_map<send_after_entry*> by_target_;  // pid serial -> first timer aimed at it
+  id_table<send_after_entry*> by_ref_;
+  id_table<send_after_entry*> by_target_;  // pid serial -> first timer aimed at it
   clock::time_point armed_for_ = clock::time_point::max();
   bool stopped_ = false;
   std::unique_ptr<impl> impl_;

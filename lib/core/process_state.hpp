@@ -27,7 +27,7 @@
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/process.hpp>
 
-#include "flat_map.hpp"
+#include "id_table.hpp"
 #include "spinlock.hpp"
 #include "timer_service.hpp"
 #include "watcher_set.hpp"
@@ -114,8 +114,8 @@ struct proc {
   std::coroutine_handle<> resume_point;
   message_queue queue;
   message_node* deferred = nullptr;  ///< signals held back by drain(until_kill), in order
-  flat_map<monitor_entry> monitors;  ///< this process's monitors on others, by ref
-  flat_map<empty_value> links;       ///< linked pids
+  id_table<monitor_entry> monitors;  ///< this process's monitors on others, by ref
+  id_table<empty_value> links;       ///< linked pids
   std::coroutine_handle<task_promise<void>> body;
   exit_reason reason;  ///< the exit reason once `exiting`
 

@@ -7,7 +7,7 @@
 #include <typeinfo>
 #include <utility>
 
-#include "demangle.hpp"
+#include <boost/core/demangle.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -61,14 +61,14 @@ exit_reason exit_reason::from_exception(const std::exception_ptr& e) noexcept {
     } catch (const std::exception& x) {
       // what() may legally return anything, null included.
       const char* w = x.what();
-      return exception(detail::demangle(typeid(x).name()), w != nullptr ? std::string(w) : "");
+      return exception(boost::core::demangle(typeid(x).name()), w != nullptr ? std::string(w) : "");
     } catch (const char* s) {
       return exception("const char*", s != nullptr ? std::string(s) : "");
     } catch (const std::string& s) {
-      return exception(detail::demangle(typeid(std::string).name()), s);
+      return exception(boost::core::demangle(typeid(std::string).name()), s);
     } catch (...) {
       const std::type_info* t = abi::__cxa_current_exception_type();
-      return exception(t != nullptr ? detail::demangle(t->name()) : std::string("unknown"),
+      return exception(t != nullptr ? boost::core::demangle(t->name()) : std::string("unknown"),
                        std::string());
     }
   } catch (...) {

@@ -1,7 +1,8 @@
 // The routing tables of partition supervisors (Elixir keeps one ETS table per supervisor).
 // Keyed by the supervisor's pid; written by the supervisor process as its children start,
 // read by any thread that routes a key. A table whose owner has exited is treated as absent and
-// dropped on the next lookup or insertion.
+// dropped on the next lookup or insertion. The set of tables is per runtime, kept as a
+// runtime_extension (beamlet/extension.hpp), so the core knows nothing of it.
 #pragma once
 
 #include <atomic>
@@ -11,12 +12,11 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include <beamlet/extension.hpp>
 #include <beamlet/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
-
-class runtime_core;
 
 class partition_table {
  public:
@@ -37,7 +37,7 @@ class partition_table {
   std::unique_ptr<std::atomic<std::uint64_t>[]> pids_;
 };
 
-class partition_tables {
+class partition_tables final : public runtime_extension {
  public:
   /// The table of the live supervisor `owner`, if any.
   std::shared_ptr<partition_table> find(runtime_core& rt, pid owner);

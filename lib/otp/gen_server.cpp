@@ -1,29 +1,11 @@
-// The non-template parts of start results and gen_server calls.
+// The non-template parts of gen_server calls.
 #include <beamlet/gen_server.hpp>
-#include <beamlet/start_result.hpp>
 
-#include <ostream>
+#include <boost/core/demangle.hpp>
 
-#include "demangle.hpp"
 #include "term.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
-
-std::string start_result::to_string() const {
-  switch (kind_) {
-    case kind::ok:
-      return detail::concat({"{ok,", pid_.to_string(), has_info_ ? ",Info}" : "}"});
-    case kind::ignore:
-      return "ignore";
-    case kind::error:
-      return detail::concat({"{error,", reason_.to_string(), "}"});
-  }
-  return "?";
-}
-
-std::ostream& operator<<(std::ostream& os, const start_result& r) {
-  return os << r.to_string();
-}
 
 namespace detail {
 
@@ -33,7 +15,7 @@ call_error make_call_error(call_error::kind k, exit_reason reason, const std::st
   const auto ms = t.milliseconds();
   const std::string timeout = ms ? std::to_string(*ms) : std::string("infinity");
   std::string term = concat({"{", reason.to_string(), ",{gen_server,call,[", server, ",",
-                             demangle(request), ",", timeout, "]}}"});
+                             boost::core::demangle(request), ",", timeout, "]}}"});
   return call_error(k, std::move(reason), exit_reason::error(std::move(term)));
 }
 

@@ -334,7 +334,7 @@ child_counts supervisor_server::handle_call(const count_children_req&, from<chil
   child_counts n;
   for (const sup_child& c : children_) {
     ++n.specs;
-    if (c.id && is_alive_in(*runtime_of(self()), c.id)) ++n.active;  // an is_process_alive check
+    if (self().is_alive(c.id)) ++n.active;  // an is_process_alive check
     if (c.spec.type == child_type::supervisor)
       ++n.supervisors;
     else
@@ -352,6 +352,30 @@ sup_result<child_spec> supervisor_server::handle_call(const get_childspec_req& r
 }
 
 }  // namespace detail
+
+// -- management API errors ----------------------------------------------------------------------
+
+std::string sup_error::to_string() const {
+  switch (code) {
+    case sup_errc::already_started:
+      return detail::concat({"{already_started,", pid.to_string(), "}"});
+    case sup_errc::already_present:
+      return "already_present";
+    case sup_errc::not_found:
+      return "not_found";
+    case sup_errc::running:
+      return "running";
+    case sup_errc::restarting:
+      return "restarting";
+    case sup_errc::start_failed:
+      return reason.to_string();
+    case sup_errc::invalid_child_spec:
+      return spec ? spec->to_string() : std::string("invalid_child_spec");
+    case sup_errc::max_children:
+      return "max_children";
+  }
+  return "?";
+}
 
 // -- public entry points -------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "demangle.hpp"
+#include <boost/core/demangle.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -25,7 +25,7 @@ std::ostream& operator<<(std::ostream& os, ref r) {
 
 std::string any_message::type_name() const {
   if (node_ == nullptr) return {};
-  return detail::demangle(node_->type->type->name());
+  return boost::core::demangle(node_->type->type->name());
 }
 
 BEAMLET_END_NAMESPACE

@@ -2,12 +2,10 @@
 // routing table per supervisor.
 #include <beamlet/partition_supervisor.hpp>
 
-#include <stdexcept>
-#include <thread>
+#include <algorithm>
 
 #include "partition_table.hpp"
 #include "phash2.hpp"
-#include "runtime_core.hpp"
 #include "supervision.hpp"
 #include "term.hpp"
 
@@ -67,13 +65,13 @@ namespace {
 std::shared_ptr<partition_table> table_named(runtime_core& rt, std::string_view name) {
   const pid sup = whereis_in(rt, name);
   if (sup) {
-    if (auto t = rt.partitions.find(rt, sup)) return t;
+    if (auto t = extension<partition_tables>(rt).find(rt, sup)) return t;
   }
   exit_noproc(name);
 }
 
 std::shared_ptr<partition_table> table_of(runtime_core& rt, pid sup) {
-  if (auto t = rt.partitions.find(rt, sup)) return t;
+  if (auto t = extension<partition_tables>(rt).find(rt, sup)) return t;
   exit_noproc(sup.to_string());
 }
 
@@ -99,9 +97,7 @@ class partition_via final : public via_resolver {
 };
 
 int default_partitions(const runtime_core& rt) {
-  if (rt.options.schedulers != 0) return static_cast<int>(rt.options.schedulers);
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  return static_cast<int>(std::max(1u, scheduler_count(rt)));
 }
 
 /// Partition p's start: records the started pid in the supervisor's table (§8.2 rule 6). It
@@ -110,7 +106,7 @@ start_function recording_start(start_function inner, int p, int n) {
   return [inner = std::move(inner), p, n](process& sup,
                                           const extra_arguments& extra) -> task<start_result> {
     runtime_core& rt = *runtime_of(sup);
-    const auto table = rt.partitions.get_or_create(rt, sup.self(), n);
+    const auto table = extension<partition_tables>(rt).get_or_create(rt, sup.self(), n);
     start_result r = co_await inner(sup, extra);
     if (r.is_ok()) table->set(p, r.pid());
     co_return r;
@@ -211,7 +207,7 @@ task<> partition_supervisor::stop(process& self, supervisor_ref sup, exit_reason
                                   timeout_value timeout) {
   const pid p = detail::resolve_server(self, sup);
   co_await supervisor::stop(self, std::move(sup), std::move(reason), timeout);
-  detail::runtime_of(self)->partitions.erase(p);
+  extension<detail::partition_tables>(self).erase(p);
 }
 
 std::vector<child_info> partition_supervisor::which_children(mailbox& me, supervisor_ref sup,
@@ -228,7 +224,7 @@ void partition_supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason rea
                                 timeout_value timeout) {
   const pid p = detail::resolve_server(me, sup);
   supervisor::stop(me, std::move(sup), std::move(reason), timeout);
-  detail::runtime_of(me)->partitions.erase(p);
+  extension<detail::partition_tables>(me).erase(p);
 }
 
 start_function partition_supervisor_start(partition_supervisor_options opts) {

@@ -143,6 +143,17 @@ pid whereis_in(runtime_core& rt, std::string_view name) {
   return rt.names.whereis(name).value_or(pid());
 }
 
+bool is_alive_in(runtime_core& rt, pid p) noexcept {
+  if (!p) return false;
+  pin guard(rt);
+  proc* q = rt.table.lookup(p);
+  return q != nullptr && q->inbox.load(std::memory_order_acquire) != closed_mark;
+}
+
+unsigned scheduler_count(const runtime_core& rt) noexcept {
+  return rt.options.schedulers;
+}
+
 std::error_code unregister_in(runtime_core& rt, std::string_view name) {
   pin guard(rt);
   return rt.names.unregister_name(name, rt.table);
@@ -357,10 +368,7 @@ std::error_code basic_process::register_name(std::string_view name) {
 }
 
 bool basic_process::is_alive(pid p) const noexcept {
-  if (!p) return false;
-  pin guard(*rt_);
-  detail::proc* q = rt_->table.lookup(p);
-  return q != nullptr && q->inbox.load(std::memory_order_acquire) != detail::closed_mark;
+  return detail::is_alive_in(*rt_, p);
 }
 
 std::size_t basic_process::message_queue_len() noexcept {

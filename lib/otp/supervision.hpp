@@ -56,7 +56,5 @@ std::optional<std::string> check_flags(const supervisor_flags& f);
 /// {shutdown, {failed_to_start_child, Id, Reason}}
 exit_reason failed_to_start(const std::string& id, const exit_reason& reason);
 
-bool is_alive_in(runtime_core& rt, pid p) noexcept;
-
 }  // namespace detail
 BEAMLET_END_NAMESPACE

@@ -1,0 +1,44 @@
+# beamlet is built in layers, bottom up: core (processes, mailboxes, scheduler, timers, names),
+# otp (proc_lib, gen_server, supervisors), and the layers to come (observe, net, dist). Each
+# layer is an object library compiled from lib/<layer>/, against the public headers and its
+# own private headers only; the `beamlet` library is made of all their objects.
+#
+# beamlet_add_layer(<name> SOURCES <files...>) defines the object library beamlet_<name>.
+# Internal target: do not depend on it directly, link beamlet::beamlet.
+#
+# The rule "a layer includes no private header of another layer" is enforced twice: the
+# compiler cannot find another layer's private headers (they are not on the include path),
+# and the check_layers target (built with everything) fails on any `#include "..."` in
+# lib/<layer>/ that names a file of another layer's folder, however it is spelled.
+function(beamlet_add_layer name)
+  cmake_parse_arguments(L "" "" "SOURCES" ${ARGN})
+  set(target beamlet_${name})
+  add_library(${target} OBJECT ${L_SOURCES})
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_include_directories(${target}
+    PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    PRIVATE
+      ${CMAKE_CURRENT_SOURCE_DIR})
+  # Boost (Asio timers, core::demangle) is an implementation detail: consumers never see it.
+  target_include_directories(${target} SYSTEM PRIVATE ${Boost_INCLUDE_DIRS})
+  target_compile_definitions(${target} PRIVATE BOOST_ASIO_NO_DEPRECATED)
+  if(BEAMLET_SYSTEM_ALLOCATOR)
+    target_compile_definitions(${target} PRIVATE BEAMLET_SYSTEM_ALLOCATOR=1)
+  endif()
+  if(BUILD_SHARED_LIBS)
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  endif()
+  beamlet_set_warnings(${target})
+  set_property(GLOBAL APPEND PROPERTY BEAMLET_LAYERS ${name})
+endfunction()
+
+# Adds the check_layers target over every layer defined so far.
+function(beamlet_check_layers)
+  get_property(layers GLOBAL PROPERTY BEAMLET_LAYERS)
+  add_custom_target(check_layers ALL
+    COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/lib "-DLAYERS=${layers}"
+            -P ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake
+    COMMENT "Checking that no layer includes another layer's private headers"
+    VERBATIM)
+endfunction()

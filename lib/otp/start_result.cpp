@@ -1,0 +1,26 @@
+// Printing start results as Erlang terms.
+#include <beamlet/start_result.hpp>
+
+#include <ostream>
+
+#include "term.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+
+std::string start_result::to_string() const {
+  switch (kind_) {
+    case kind::ok:
+      return detail::concat({"{ok,", pid_.to_string(), has_info_ ? ",Info}" : "}"});
+    case kind::ignore:
+      return "ignore";
+    case kind::error:
+      return detail::concat({"{error,", reason_.to_string(), "}"});
+  }
+  return "?";
+}
+
+std::ostream& operator<<(std::ostream& os, const start_result& r) {
+  return os << r.to_string();
+}
+
+BEAMLET_END_NAMESPACE
