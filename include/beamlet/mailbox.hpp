@@ -15,6 +15,8 @@
 // next receive throws exit_exception with the reason. A mailbox must not outlive its runtime.
 #pragma once
 
+#include <coroutine>
+#include <type_traits>
 #include <utility>
 
 #include <beamlet/config.hpp>
@@ -44,5 +46,32 @@ class mailbox final : public basic_process {
  private:
   explicit mailbox(const detail::external_handle& h) noexcept : basic_process(h.p, h.rt, h.self) {}
 };
+
+namespace detail {
+
+/// A receive an outside thread has already completed (blocking), as an awaitable that is
+/// always ready: lets protocol coroutines written for processes run on a mailbox.
+template <class R>
+class completed_receive {
+ public:
+  explicit completed_receive(R r) noexcept(std::is_nothrow_move_constructible_v<R>)
+      : r_(std::move(r)) {}
+  bool await_ready() const noexcept { return true; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  R await_resume() { return std::move(r_); }
+
+ private:
+  R r_;
+};
+
+/// The mailbox counterpart of receive_on(process&, ...): blocks the thread, then is ready.
+template <class... Args>
+auto receive_on(mailbox& me, Args&&... args) {
+  using R = decltype(me.receive(std::forward<Args>(args)...));
+  static_assert(!std::is_void_v<R>, "receive_on: value-style receives only");
+  return completed_receive<R>(me.receive(std::forward<Args>(args)...));
+}
+
+}  // namespace detail
 
 BEAMLET_END_NAMESPACE

@@ -118,34 +118,30 @@ inline auto down_of(ref mref) {
 
 }  // namespace detail
 
-/// proc_lib:start_link: spawns `body(child, starter)` linked to `self` and waits for its ack.
-template <class F>
-task<start_result> start_link(process& self, F&& body, start_options opts = {}) {
-  detail::check_awaited_child_body<F>();
-  using Fn = std::decay_t<F>;
-  Fn fn(std::forward<F>(body));
+namespace detail {
+
+/// proc_lib:start_link's protocol, for a process or (blocking) a mailbox.
+template <class Self, class Fn>
+task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   if (opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan) {
     // OTP 25 sync_start_link/2: {ack, Pid, Ret} or {'EXIT', Pid, Reason}, keyed on the pid.
-    const pid child =
-        self.spawn_link(detail::child_body(std::move(fn), starter(self.self(), ref())));
-    auto m = co_await self.receive(detail::ack_from(child), detail::exit_from(child),
-                                   detail::start_timeout(opts));
+    const pid child = self.spawn_link(child_body(std::move(fn), starter(self.self(), ref())));
+    auto m = co_await receive_on(self, ack_from(child), exit_from(child), start_timeout(opts));
     if (auto* a = m.template get_if<init_ack_message>()) co_return std::move(a->result);
     if (auto* e = m.template get_if<exit_message>()) co_return start_result::error(e->reason);
     self.unlink(child);
     self.exit(child, exit_reason::kill());
-    co_await self.receive(detail::exit_from(child), after(std::chrono::milliseconds(0)));
+    co_await receive_on(self, exit_from(child), after(std::chrono::milliseconds(0)));
     co_return start_result::error(exit_reason::error("timeout"));
   }
   // Marker mode: every clause is about messages created after the marker, so the receive skips
   // the backlog. The tag is made first so the child can carry it.
   const ref tag = self.make_ref(marked);
-  const spawn_result sr =
-      self.spawn_opt(detail::child_body(std::move(fn), starter(self.self(), tag)),
-                     {.link = true, .monitor = true});
-  const auto deadline = detail::deadline_after(detail::clock::now(), opts.timeout);
-  auto m = co_await self.receive(since(tag), detail::ack_tagged(tag), detail::down_of(sr.monitor),
-                                 detail::start_timeout(opts));
+  const spawn_result sr = self.spawn_opt(child_body(std::move(fn), starter(self.self(), tag)),
+                                         {.link = true, .monitor = true});
+  const auto deadline = deadline_after(clock::now(), opts.timeout);
+  auto m = co_await receive_on(self, since(tag), ack_tagged(tag), down_of(sr.monitor),
+                               start_timeout(opts));
   if (auto* a = m.template get_if<init_ack_message>()) {
     self.demonitor(sr.monitor, flush);
     co_return std::move(a->result);
@@ -153,7 +149,7 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
   if (auto* d = m.template get_if<down>()) {
     if (self.trap_exit()) {
       // The EXIT came before the DOWN; a pid-keyed receive would have consumed it.
-      co_await self.receive(detail::exit_from(sr.pid), after(std::chrono::milliseconds(0)));
+      co_await receive_on(self, exit_from(sr.pid), after(std::chrono::milliseconds(0)));
       co_return start_result::error(d->reason);
     }
     if (!d->reason.is_normal())
@@ -162,17 +158,35 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
     // Not trapping, child ended `normal` before acking: OTP 25 hears nothing and waits for the
     // timeout (§5 rule 4). So do we.
     if (!opts.timeout.finite()) {
-      for (;;) co_await self.receive(since(tag), detail::ack_tagged(tag));
+      for (;;) co_await receive_on(self, since(tag), ack_tagged(tag));
     }
-    const auto left = std::max(detail::clock::duration::zero(), deadline - detail::clock::now());
-    co_await self.receive(since(tag), detail::ack_tagged(tag), after(left));
+    const auto left = std::max(clock::duration::zero(), deadline - clock::now());
+    co_await receive_on(self, since(tag), ack_tagged(tag), after(left));
   } else {
     self.demonitor(sr.monitor, flush);
   }
   self.unlink(sr.pid);
   self.exit(sr.pid, exit_reason::kill());
-  co_await self.receive(detail::exit_from(sr.pid), after(std::chrono::milliseconds(0)));
+  co_await receive_on(self, exit_from(sr.pid), after(std::chrono::milliseconds(0)));
   co_return start_result::error(exit_reason::error("timeout"));
+}
+
+}  // namespace detail
+
+/// proc_lib:start_link: spawns `body(child, starter)` linked to `self` and waits for its ack.
+template <class F>
+task<start_result> start_link(process& self, F&& body, start_options opts = {}) {
+  detail::check_awaited_child_body<F>();
+  return detail::start_link_protocol(self, std::decay_t<F>(std::forward<F>(body)), opts);
+}
+
+/// start_link from an outside thread: blocks the thread that owns `me`. Same protocol, with
+/// the mailbox's ack_wait flag (scan unless set).
+template <class F>
+start_result start_link(mailbox& me, F&& body, start_options opts = {}) {
+  detail::check_child_body<F>();
+  return detail::run_to_completion(
+      detail::start_link_protocol(me, std::decay_t<F>(std::forward<F>(body)), opts));
 }
 
 /// proc_lib:start: spawns `body(child, starter)` monitored (not linked) and waits for its ack.
@@ -206,24 +220,6 @@ task<start_result> start(process& self, F&& body, start_options opts = {}) {
   self.exit(sr.pid, exit_reason::kill());
   self.demonitor(sr.monitor, flush);
   co_return start_result::error(exit_reason::error("timeout"));
-}
-
-/// start_link from an outside thread: blocks the thread that owns `me`.
-template <class F>
-start_result start_link(mailbox& me, F&& body, start_options opts = {}) {
-  detail::check_child_body<F>();
-  using Fn = std::decay_t<F>;
-  Fn fn(std::forward<F>(body));
-  // A thread has no backlog worth skipping: always pid-keyed, as OTP's shell would be.
-  const pid child = me.spawn_link(detail::child_body(std::move(fn), starter(me.self(), ref())));
-  auto m =
-      me.receive(detail::ack_from(child), detail::exit_from(child), detail::start_timeout(opts));
-  if (auto* a = m.template get_if<init_ack_message>()) return std::move(a->result);
-  if (auto* e = m.template get_if<exit_message>()) return start_result::error(e->reason);
-  me.unlink(child);
-  me.exit(child, exit_reason::kill());
-  (void)me.receive(detail::exit_from(child), after(std::chrono::milliseconds(0)));
-  return start_result::error(exit_reason::error("timeout"));
 }
 
 BEAMLET_END_NAMESPACE

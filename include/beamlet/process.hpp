@@ -292,6 +292,13 @@ class process final : public basic_process {
 
 namespace detail {
 
+/// `co_await receive_on(self, clauses...)`: protocol code written once for processes and, through
+/// run_to_completion, for outside-thread mailboxes (see the overload in mailbox.hpp).
+template <class... Args>
+auto receive_on(process& self, Args&&... args) {
+  return self.receive(std::forward<Args>(args)...);
+}
+
 template <class F>
 pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, ref* monitor_ref) {
   using Fn = std::decay_t<F>;

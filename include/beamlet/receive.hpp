@@ -67,15 +67,6 @@ class any_message {
  public:
   any_message() noexcept = default;
   explicit any_message(detail::message_node* n) noexcept : node_(n) {}
-  any_message(any_message&& o) noexcept : node_(std::exchange(o.node_, nullptr)) {}
-  any_message& operator=(any_message&& o) noexcept {
-    if (this != &o) {
-      reset();
-      node_ = std::exchange(o.node_, nullptr);
-    }
-    return *this;
-  }
-  ~any_message() { reset(); }
 
   template <class T>
   bool is() const noexcept {
@@ -83,7 +74,7 @@ class any_message {
   }
   template <class T>
   T* get_if() noexcept {
-    return is<T>() ? &detail::payload<T>(node_) : nullptr;
+    return is<T>() ? &detail::payload<T>(node_.get()) : nullptr;
   }
   /// Demangled C++ type name of the message.
   std::string type_name() const;
@@ -92,13 +83,10 @@ class any_message {
   const detail::type_descriptor* descriptor() const noexcept {
     return node_ != nullptr ? node_->type : nullptr;
   }
-  detail::message_node* native_handle() const noexcept { return node_; }
+  detail::message_node* native_handle() const noexcept { return node_.get(); }
 
  private:
-  void reset() noexcept {
-    if (node_ != nullptr) detail::destroy_node(std::exchange(node_, nullptr));
-  }
-  detail::message_node* node_ = nullptr;
+  detail::node_ptr node_;
 };
 
 namespace detail {
@@ -213,16 +201,12 @@ class received {
   received() noexcept = default;
   received(detail::message_node* n, int clause) noexcept : node_(n), clause_(clause) {}
   received(received&& o) noexcept
-      : node_(std::exchange(o.node_, nullptr)), clause_(std::exchange(o.clause_, -1)) {}
+      : node_(std::move(o.node_)), clause_(std::exchange(o.clause_, -1)) {}
   received& operator=(received&& o) noexcept {
-    if (this != &o) {
-      reset();
-      node_ = std::exchange(o.node_, nullptr);
-      clause_ = std::exchange(o.clause_, -1);
-    }
+    node_ = std::move(o.node_);
+    clause_ = std::exchange(o.clause_, -1);
     return *this;
   }
-  ~received() { reset(); }
 
   /// True when the `after` clause fired.
   bool timed_out() const noexcept { return node_ == nullptr; }
@@ -237,15 +221,15 @@ class received {
   }
   template <class T>
   T* get_if() noexcept {
-    return is<T>() ? &detail::payload<T>(node_) : nullptr;
+    return is<T>() ? &detail::payload<T>(node_.get()) : nullptr;
   }
   template <class T>
   T& get() {
     if (!is<T>()) throw bad_message_access("beamlet: received does not hold the requested type");
-    return detail::payload<T>(node_);
+    return detail::payload<T>(node_.get());
   }
   /// Takes the message out as an any_message (useful after an on_any() match).
-  any_message take() noexcept { return any_message(std::exchange(node_, nullptr)); }
+  any_message take() noexcept { return any_message(node_.release()); }
 
  private:
   template <class T>
@@ -253,11 +237,8 @@ class received {
     static_assert((std::is_same_v<T, Ts> || ...) || (std::is_same_v<any_message, Ts> || ...),
                   "received<...>::get_if<T>: no clause of this receive matches T");
   }
-  void reset() noexcept {
-    if (node_ != nullptr) detail::destroy_node(std::exchange(node_, nullptr));
-  }
 
-  detail::message_node* node_ = nullptr;
+  detail::node_ptr node_;
   int clause_ = -1;
 };
 
@@ -381,8 +362,8 @@ class receive_request : public receive_op {
       if (matched == nullptr) {
         if constexpr (!std::is_same_v<After, no_after>) return after_.handler();
       }
-      node_guard g{std::exchange(matched, nullptr)};
-      return dispatch(g.node, std::make_index_sequence<std::tuple_size_v<Clauses>>{});
+      node_ptr node(std::exchange(matched, nullptr));
+      return dispatch(node, std::make_index_sequence<std::tuple_size_v<Clauses>>{});
     }
   }
 
@@ -428,13 +409,6 @@ class receive_request : public receive_op {
     }
   }
 
-  struct node_guard {
-    message_node* node;
-    ~node_guard() {
-      if (node != nullptr) destroy_node(node);
-    }
-  };
-
   template <std::size_t... I>
   static constexpr void check_handler_results(std::index_sequence<I...>) {
     if constexpr (handler_style) {
@@ -472,7 +446,7 @@ class receive_request : public receive_op {
   }
 
   template <std::size_t... I>
-  result_type dispatch(message_node*& n, std::index_sequence<I...>) {
+  result_type dispatch(node_ptr& n, std::index_sequence<I...>) {
     if constexpr (std::is_void_v<result_type>) {
       (void)((clause == static_cast<int>(I) ? (invoke_clause<I>(n), true) : false) || ...);
     } else {
@@ -484,24 +458,24 @@ class receive_request : public receive_op {
   }
 
   template <std::size_t I>
-  decltype(auto) invoke_clause(message_node*& n) {
+  decltype(auto) invoke_clause(node_ptr& n) {
     using C = std::tuple_element_t<I, Clauses>;
     using T = clause_message_t<C>;
     if constexpr (std::is_same_v<T, any_message>) {
-      return std::get<I>(clauses_).handler(any_message(std::exchange(n, nullptr)));
+      return std::get<I>(clauses_).handler(any_message(n.release()));
     } else if constexpr (std::is_nothrow_move_constructible_v<T>) {
-      return std::get<I>(clauses_).handler(std::move(payload<T>(n)));
+      return std::get<I>(clauses_).handler(std::move(payload<T>(n.get())));
     } else {
       // Strong guarantee: the message leaves the mailbox only once it has been moved out. If
       // that move throws, the message goes back to where it was and the exception propagates.
       std::optional<T> local;
       try {
-        local.emplace(std::move(payload<T>(n)));
+        local.emplace(std::move(payload<T>(n.get())));
       } catch (...) {
-        queue->insert_after(position, std::exchange(n, nullptr));
+        queue->insert_after(position, n.release());
         throw;
       }
-      destroy_node(std::exchange(n, nullptr));
+      n.reset();
       return std::get<I>(clauses_).handler(std::move(*local));
     }
   }

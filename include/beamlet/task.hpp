@@ -27,7 +27,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -191,6 +193,29 @@ class [[nodiscard]] task {
 };
 
 namespace detail {
+
+/// Runs `t` to completion on the calling thread, which is not running a process: how the
+/// blocking forms of call/stop/start (for an outside thread's mailbox) share their protocol
+/// with the coroutine forms. Every co_await inside must complete without suspending, which a
+/// mailbox's receive does (it blocks the thread instead); see receive_on in mailbox.hpp.
+template <class T>
+T run_to_completion(task<T> t) {
+  auto h = t.release();
+  struct owner {
+    std::coroutine_handle<task_promise<T>> h;
+    run_context saved;
+    ~owner() {
+      h.destroy();
+      this_run = saved;
+    }
+  } o{h, this_run};
+  // No budget and no stack floor here: nothing may ask this thread to yield.
+  this_run = run_context{0, std::numeric_limits<int>::max()};
+  h.resume();
+  if (!h.done()) throw std::logic_error("beamlet: a blocking operation suspended (use a mailbox)");
+  return h.promise().take();
+}
+
 template <class T>
 task<T> task_promise<T>::get_return_object() noexcept {
   return task<T>(std::coroutine_handle<task_promise<T>>::from_promise(*this));

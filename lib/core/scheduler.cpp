@@ -112,6 +112,10 @@ void scheduler::stop() noexcept {
 }
 
 void scheduler::wake(proc* p) {
+  // Like Go's runnext: a process woken (or spawned) by a worker runs as soon as the current
+  // one suspends, on the same core, and is not stolen meanwhile. A burst of wake-ups or spawns
+  // pushes the earlier ones to the ring, where idle workers take them. From other threads it
+  // goes through the global queue.
   worker* w = tls_worker;
   if (w != nullptr && &w->sched == this) {
     w->push_next(p);
@@ -122,16 +126,7 @@ void scheduler::wake(proc* p) {
 }
 
 void scheduler::spawned(proc* p) {
-  worker* w = tls_worker;
-  if (w != nullptr && &w->sched == this) {
-    // Like Go's runnext: the child runs as soon as its parent suspends, on the same core, and
-    // is not stolen meanwhile. A burst of spawns pushes the earlier children to the ring,
-    // where idle workers take them.
-    w->push_next(p);
-  } else {
-    push_global(&p, 1);
-    notify_one();
-  }
+  wake(p);
 }
 
 void scheduler::push_global(proc* const* ps, std::size_t n) {

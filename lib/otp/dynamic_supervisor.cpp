@@ -113,14 +113,12 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
 };
 
 gen::init_result dynamic_supervisor_server::init() {
-  self().trap_exit(true);
-  self().set_ack_wait(wait_);
-  dynamic_supervisor_init si = init_fn_();
-  if (si.is_ignore()) return gen::ignore();
-  if (!si.is_ok())
-    return gen::stop(exit_reason::error("{bad_return,{dynamic_supervisor,init,undefined}}"));
-  if (auto e = check_dynamic_flags(si.flags))
-    return gen::stop(exit_reason::error(concat({"{supervisor_data,", *e, "}"})));
+  dynamic_supervisor_init si;
+  if (auto end = begin_init(self(), wait_, init_fn_, "dynamic_supervisor", si,
+                            [](const dynamic_supervisor_init& v) {
+                              return supervisor_data(check_dynamic_flags(v.flags));
+                            }))
+    return std::move(*end);
   flags_ = std::move(si.flags);
   window_ = restart_window(flags_.max_restarts, flags_.max_seconds);
   return gen::ok();

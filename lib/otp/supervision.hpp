@@ -6,9 +6,13 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "term.hpp"
 
 #include <beamlet/child_spec.hpp>
 #include <beamlet/exit_reason.hpp>
+#include <beamlet/gen_server.hpp>
 #include <beamlet/process.hpp>
 #include <beamlet/start_result.hpp>
 #include <beamlet/supervisor.hpp>
@@ -49,6 +53,30 @@ class restart_window {
   int period_ = 5;
   std::deque<std::int64_t> stamps_;
 };
+
+/// The steps every supervisor's init begins with (spec §6.1 rule 1, §7.1 rules 3-5): trap exits,
+/// adopt the ack wait, run the init function into `value`, and judge it. Returns the init result
+/// that ends the start (ignore; stop with {bad_return, {Module, init, undefined}}; stop with the
+/// reason `check(value)` gives, e.g. {supervisor_data, E}), or nullopt to go on.
+template <class Value, class Init, class Check>
+std::optional<gen::init_result> begin_init(process& self, ack_wait wait, const Init& init,
+                                           std::string_view module, Value& value, Check check) {
+  self.trap_exit(true);
+  self.set_ack_wait(wait);
+  value = init();
+  if (value.is_ignore()) return gen::init_result(gen::ignore());
+  if (!value.is_ok())
+    return gen::init_result(
+        gen::stop(exit_reason::error(concat({"{bad_return,{", module, ",init,undefined}}"}))));
+  if (std::optional<exit_reason> bad = check(value)) return gen::init_result(gen::stop(*bad));
+  return std::nullopt;
+}
+
+/// {supervisor_data, E} for a flag error E, if any.
+inline std::optional<exit_reason> supervisor_data(const std::optional<std::string>& e) {
+  if (!e) return std::nullopt;
+  return exit_reason::error(concat({"{supervisor_data,", *e, "}"}));
+}
 
 /// The first invalid flag, rendered as OTP does ({invalid_intensity,-1}), if any.
 std::optional<std::string> check_flags(const supervisor_flags& f);

@@ -104,16 +104,16 @@ class supervisor_server : public gen_server<supervisor_server> {
 // -- init ----------------------------------------------------------------------------------------
 
 task<gen::init_result> supervisor_server::init() {
-  self().trap_exit(true);
-  self().set_ack_wait(wait_);
-  supervisor_init si = init_fn_();
-  if (si.is_ignore()) co_return gen::ignore();
-  if (!si.is_ok())
-    co_return gen::stop(exit_reason::error("{bad_return,{supervisor,init,undefined}}"));
-  if (auto e = check_flags(si.flags))
-    co_return gen::stop(exit_reason::error(concat({"{supervisor_data,", *e, "}"})));
-  if (auto e = check_childspecs(si.children))
-    co_return gen::stop(exit_reason::error(concat({"{start_spec,", e->to_string(), "}"})));
+  supervisor_init si;
+  if (auto end =
+          begin_init(self(), wait_, init_fn_, "supervisor", si,
+                     [](const supervisor_init& v) -> std::optional<exit_reason> {
+                       if (auto e = supervisor_data(check_flags(v.flags))) return e;
+                       if (auto e = check_childspecs(v.children))
+                         return exit_reason::error(concat({"{start_spec,", e->to_string(), "}"}));
+                       return std::nullopt;
+                     }))
+    co_return std::move(*end);
   flags_ = si.flags;
   window_ = restart_window(flags_.intensity, flags_.period);
   // Children start one at a time, in list order (§6.2 rule 3).

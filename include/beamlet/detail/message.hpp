@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <typeinfo>
@@ -83,6 +84,13 @@ message_node* make_message(T&& value) {
 inline void destroy_node(message_node* n) noexcept {
   n->type->destroy(n);
 }
+
+struct node_deleter {
+  void operator()(message_node* n) const noexcept { destroy_node(n); }
+};
+/// The one owning handle of a message node: messages held by receive results, continuations,
+/// replies waiting to be sent.
+using node_ptr = std::unique_ptr<message_node, node_deleter>;
 
 template <class T>
 T& payload(message_node* n) noexcept {

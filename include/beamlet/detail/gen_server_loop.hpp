@@ -1,0 +1,240 @@
+// beamlet/detail/gen_server_loop.hpp: the body of a gen_server process (gen:init_it and
+// gen_server:loop): init and its ack, the receive loop, terminate. Not stable API.
+#pragma once
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <beamlet/config.hpp>
+#include <beamlet/detail/gen_server_dispatch.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/gen_server/results.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/proc_lib.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/receive.hpp>
+#include <beamlet/start_result.hpp>
+#include <beamlet/system_messages.hpp>
+#include <beamlet/task.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+template <class S>
+class gen_server;
+
+namespace detail {
+template <class S>
+concept has_init = requires(S& s) {
+  s.init();
+};
+template <class S>
+concept has_info = requires(S& s, any_message m) {
+  s.handle_info(std::move(m));
+};
+template <class S>
+concept has_continue = requires(S& s, any_message m) {
+  s.handle_continue(std::move(m));
+};
+template <class S>
+concept has_terminate = requires(S& s, const exit_reason& r) {
+  s.terminate(r);
+};
+
+/// Runs init and reduces its result to ok (+ options) / ignore / stop.
+template <class S>
+task<gen::init_result> run_init(S& server) {
+  if constexpr (!has_init<S>) {
+    co_return gen::ok();
+  } else {
+    using ret = decltype(server.init());
+    if constexpr (is_task<ret>) {
+      if constexpr (std::is_void_v<task_value_t<ret>>) {
+        co_await server.init();
+        co_return gen::ok();
+      } else {
+        co_return gen::init_result(co_await server.init());
+      }
+    } else if constexpr (std::is_void_v<ret>) {
+      server.init();
+      co_return gen::ok();
+    } else {
+      co_return gen::init_result(server.init());
+    }
+  }
+}
+
+template <class S>
+task<> call_terminate(S& server, const exit_reason& reason) {
+  if constexpr (has_terminate<S>) {
+    if constexpr (is_task<decltype(server.terminate(reason))>) {
+      co_await server.terminate(reason);
+    } else {
+      server.terminate(reason);
+    }
+  }
+  co_return;
+}
+
+// The message moves into the callback: a coroutine callback runs after this returns.
+template <class S>
+dispatched dispatch_plain(S& server, any_message m, bool continuation) {
+  auto convert = [](auto&&... v) { return plain_outcome(std::forward<decltype(v)>(v)...); };
+  if (continuation) {
+    if constexpr (has_continue<S>) {
+      return run_callback(
+          [&server, m = std::move(m)]() mutable -> decltype(auto) {
+            return server.handle_continue(std::move(m));
+          },
+          convert);
+    } else {
+      outcome o;
+      o.stop = true;
+      o.reason = exit_reason::error("{undef,handle_continue}");
+      return {std::move(o), std::nullopt, {}};
+    }
+  }
+  if constexpr (has_info<S>) {
+    return run_callback(
+        [&server, m = std::move(m)]() mutable -> decltype(auto) {
+          return server.handle_info(std::move(m));
+        },
+        convert);
+  } else {
+    // OTP 25 logs and drops an info message a server does not handle (§4.3 rule 12).
+    return {outcome{}, std::nullopt, {}};
+  }
+}
+
+/// Dispatches one message taken by the server loop. Sets `terminate` (and returns nothing)
+/// for a stop request or the trapped exit of the parent. Not a coroutine: the loop receives
+/// itself, so an idle server keeps no frame for this and a message costs no frame allocation.
+template <class S>
+std::optional<dispatched> dispatch_message(process& self, S& server, pid parent, any_message m,
+                                           exit_reason& terminate) {
+  const type_descriptor* t = m.descriptor();
+  if (const auto* ext = static_cast<const envelope_ext*>(t->ext);
+      ext != nullptr && ext->server_type == &server_type_id<S>) {
+    dispatched d = ext->dispatch(&server, m.native_handle());
+    if (d.pending) d.message = std::move(m);
+    return d;
+  }
+  if (auto* sr = m.template get_if<stop_request>()) {
+    terminate = sr->reason;
+    return std::nullopt;
+  }
+  if (auto* e = m.template get_if<exit_message>();
+      e != nullptr && e->from == parent && self.trap_exit()) {
+    terminate = e->reason;  // the parent's exit, trapped (§4.4 rule 14)
+    return std::nullopt;
+  }
+  return dispatch_plain(server, std::move(m), false);
+}
+
+template <class S>
+struct server_access {
+  static void bind(gen_server<S>& g, process& self, pid parent) {
+    g.self_ = &self;
+    g.parent_ = parent;
+  }
+};
+
+/// The body of a gen_server process (gen:init_it + gen_server:loop).
+template <class S, class... Args>
+task<> server_main(process& self, const starter& st, std::string name, Args... args) {
+  if (!name.empty() && self.register_name(name)) {
+    // Taken since the starter's check: ack {error, {already_started, P}} and exit normal.
+    st.ack(self, start_result::error(
+                     exit_reason::error(already_started(whereis_in(*runtime_of(self), name)))));
+    co_return;
+  }
+  std::optional<S> server;
+  gen::init_result init;
+  std::optional<exit_reason> failed;
+  try {
+    server.emplace(args...);
+    server_access<S>::bind(*server, self, st.parent());
+    init = co_await run_init(*server);
+  } catch (...) {
+    failed = exit_reason::from_exception(std::current_exception());
+  }
+  if (failed) {
+    // An exception in init: {error, Reason} and exit with it (§4.1 rule 3).
+    if (!name.empty()) (void)unregister_in(*runtime_of(self), name);
+    st.ack(self, start_result::error(*failed));
+    co_await self.exit(*failed);
+  }
+  if (auto* s = std::get_if<gen::stop_t>(&init.get())) {
+    if (!name.empty()) (void)unregister_in(*runtime_of(self), name);
+    st.ack(self, start_result::error(s->reason));
+    co_await self.exit(s->reason);
+  }
+  if (std::holds_alternative<gen::ignore_t>(init.get())) {
+    if (!name.empty()) (void)unregister_in(*runtime_of(self), name);
+    st.ack(self, start_result::ignore());
+    co_return;
+  }
+  gen::result_options opts = std::move(std::get<gen::init_ok_t>(init.get()).options);
+  st.ack(self, start_result::ok(self.self()));
+
+  exit_reason reason;
+  outcome last;  // holds a {stop, R, Reply} reply until terminate has run
+  for (;;) {
+    std::optional<dispatched> d;
+    bool crashed = false;
+    try {
+      if (opts.continuation != nullptr) {
+        d = dispatch_plain(*server, any_message(opts.continuation.release()), true);
+      } else {
+        if (opts.timeout.finite()) {
+          auto r = co_await self.receive(on_any(), after(opts.timeout));
+          if (r.timed_out()) {
+            d = dispatch_plain(*server, any_message(make_message(timeout_message{})), false);
+          } else {
+            d = dispatch_message(self, *server, st.parent(), r.take(), reason);
+          }
+        } else {
+          auto r = co_await self.receive(on_any());
+          d = dispatch_message(self, *server, st.parent(), r.take(), reason);
+        }
+      }
+      if (d && d->pending) d->done = co_await std::move(*d->pending);
+    } catch (...) {
+      reason = exit_reason::from_exception(std::current_exception());
+      crashed = true;
+    }
+    if (crashed || !d) break;
+    if (d->done.stop) {
+      reason = d->done.reason;
+      last = std::move(d->done);
+      break;
+    }
+    if (d->done.reply != nullptr)
+      send_node(*runtime_of(self), d->done.reply_to, d->done.reply.release());
+    opts = std::move(d->done.options);
+  }
+  std::optional<exit_reason> terminate_failed;
+  try {
+    co_await call_terminate(*server, reason);
+  } catch (...) {
+    terminate_failed = exit_reason::from_exception(std::current_exception());
+  }
+  if (terminate_failed) reason = *terminate_failed;
+  // {stop, R, Reply}: the reply goes out after terminate (§4.2 rule 10).
+  if (last.reply != nullptr) send_node(*runtime_of(self), last.reply_to, last.reply.release());
+  co_await self.exit(reason);
+}
+
+template <class S, class... Args>
+auto server_body(std::string name, Args... args) {
+  return [name = std::move(name), args...](process& c, const starter& st) -> task<> {
+    co_await server_main<S>(c, st, name, args...);
+  };
+}
+
+}  // namespace detail
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,307 @@
+// beamlet/gen_server/client.hpp: talking to a GenServer: server_ref, call, cast, stop,
+// send_request/receive_response, reply.
+//
+// A server_ref<S> addresses a server of type S by pid, registered name or via name, resolved at
+// each use; the request types S handles are checked at compile time and replies are typed.
+//
+//  * call (gen_server:call, spec §4.2): monitor the server with a receive marker, send, wait for
+//    the reply or the DOWN. O(1) whatever the caller's mailbox holds. Throws call_error (an
+//    exit_exception): noproc, calling_self, timeout, or the server's exit reason, each wrapped
+//    as {Reason, {gen_server, call, [Server, Request, Timeout]}}. A reply that arrives after the
+//    call gave up is dropped, never queued (replies are alias-like, beamlet/detail/reply.hpp).
+//    The timeout (default 5 s) follows beamlet/timeout.hpp and is checked before anything is
+//    sent.
+//  * cast always succeeds, even when nobody is there (§4.3 rule 11).
+//  * stop (gen_server:stop, §4.4 rule 17) waits until the server has exited; its errors are
+//    OTP's bare reasons (noproc, timeout, or the reason the server exited with).
+//
+// Each blocking operation has a coroutine form for processes (co_await it) and a blocking form
+// for an outside thread's mailbox; both run the same protocol code (detail::run_to_completion).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+#include <beamlet/config.hpp>
+#include <beamlet/detail/core.hpp>
+#include <beamlet/detail/gen_server_dispatch.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/gen_server/results.hpp>
+#include <beamlet/ids.hpp>
+#include <beamlet/mailbox.hpp>
+#include <beamlet/proc_lib.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/receive.hpp>
+#include <beamlet/runtime.hpp>
+#include <beamlet/start_result.hpp>
+#include <beamlet/system_messages.hpp>
+#include <beamlet/task.hpp>
+#include <beamlet/timeout.hpp>
+#include <beamlet/via.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+/// How to reach a gen_server of type S: its pid, the name it is registered under, or a via name.
+template <class S>
+class server_ref {
+ public:
+  server_ref() = default;
+  server_ref(pid p) noexcept : pid_(p) {}
+  server_ref(std::string name) : name_(std::move(name)) {}
+  server_ref(const char* name) : name_(name) {}
+  server_ref(via_name v) : via_(std::move(v)) {}
+  static server_ref from(const start_result& r) noexcept { return server_ref(r.pid()); }
+
+  bool by_name() const noexcept { return !name_.empty(); }
+  bool by_via() const noexcept { return via_.has_value(); }
+  const std::string& name() const noexcept { return name_; }
+  const std::optional<via_name>& via() const noexcept { return via_; }
+  pid id() const noexcept { return pid_; }
+  /// The pid now: the stored pid, whoever holds the name, or what the via name resolves to
+  /// (null pid if nobody). A via name may throw exit_exception.
+  pid resolve(runtime& rt) const { return resolve(rt.core()); }
+  pid resolve(detail::runtime_core& rt) const {
+    if (via_) return via_->whereis(rt);
+    return by_name() ? detail::whereis_in(rt, name_) : pid_;
+  }
+  std::string to_string() const {
+    if (via_) return via_->to_string();
+    return by_name() ? name_ : pid_.to_string();
+  }
+
+ private:
+  pid pid_;
+  std::string name_;
+  std::optional<via_name> via_;
+};
+
+/// gen_server:reply(From, Reply): answers a call, now or later, from any process.
+template <class R, class V>
+void reply(basic_process& self, const from<R>& to, V&& value) {
+  static_assert(std::is_convertible_v<V&&, R>,
+                "reply: the value does not convert to the reply type");
+  detail::send_node(*detail::runtime_of(self), to.caller(),
+                    detail::make_reply_node(to.tag(), R(std::forward<V>(value))));
+}
+inline void reply(basic_process& self, const from<void>& to) {
+  detail::send_node(*detail::runtime_of(self), to.caller(), detail::make_reply_node(to.tag()));
+}
+
+namespace detail {
+
+template <class S>
+pid resolve_server(basic_process& self, const server_ref<S>& s) {
+  return s.resolve(*runtime_of(self));
+}
+
+template <class S, class Req>
+message_node* make_call(pid self, ref tag, Req&& req) {
+  using D = std::decay_t<Req>;
+  return make_node<call_envelope<S, D>>(&call_type<S, D>,
+                                        call_envelope<S, D>{self, tag, std::forward<Req>(req)});
+}
+
+/// Sends a call request to `to` under a fresh monitor whose ref is also a receive marker, so
+/// the wait for the reply skips everything queued before the request (as gen:call does).
+template <class S, class Req>
+ref send_call(basic_process& self, pid to, Req&& req) {
+  const ref mref = self.monitor(to, marked);
+  send_node(*runtime_of(self), to, make_call<S>(self.self(), mref, std::forward<Req>(req)));
+  return mref;
+}
+
+template <class R>
+auto reply_clause(ref tag) {
+  return on<call_reply<R>>().when([t = tag.value()](const call_reply<R>& r) { return r.tag == t; });
+}
+
+/// The wait for the reply of the call whose monitor is `mref`, shared by call and
+/// receive_response, from processes and (blocking) mailboxes: the reply, or `fail(kind,
+/// reason)` thrown for the server's DOWN or for the timeout. On timeout the monitor is removed
+/// first, which makes a later reply be dropped, and one last look takes a reply that arrived
+/// just in time (§4.2 rule 9).
+template <class R, class Self, class Fail>
+task<R> await_reply(Self& self, ref mref, timeout_value timeout, Fail fail) {
+  auto m =
+      co_await receive_on(self, since(mref), reply_clause<R>(mref), down_of(mref), after(timeout));
+  if (auto* r = m.template get_if<call_reply<R>>()) {
+    self.demonitor(mref, flush);
+    if constexpr (std::is_void_v<R>) {
+      co_return;
+    } else {
+      co_return std::move(r->value);
+    }
+  }
+  if (auto* d = m.template get_if<down>()) {
+    const auto k = d->reason == exit_reason::noproc() ? call_error::kind::noproc
+                                                      : call_error::kind::server_exited;
+    throw fail(k, d->reason);
+  }
+  self.demonitor(mref, flush);
+  auto late = co_await receive_on(self, reply_clause<R>(mref), after(std::chrono::milliseconds(0)));
+  if (auto* r = late.template get_if<call_reply<R>>()) {
+    if constexpr (std::is_void_v<R>) {
+      co_return;
+    } else {
+      co_return std::move(r->value);
+    }
+  }
+  throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
+}
+
+/// gen:call, for a process or a mailbox.
+template <class S, class Req, class Self>
+task<reply_of_t<std::decay_t<Req>>> call_protocol(Self& self, server_ref<S> server, Req&& req,
+                                                  timeout_value timeout) {
+  using D = std::decay_t<Req>;
+  using R = reply_of_t<D>;
+  auto fail = [&server, timeout](call_error::kind k, exit_reason r) {
+    return make_call_error(k, std::move(r), server.to_string(), typeid(D).name(), timeout);
+  };
+  const pid to = resolve_server(self, server);
+  if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
+  if (to == self.self())
+    throw fail(call_error::kind::calling_self, exit_reason::error("calling_self"));
+  const ref mref = send_call<S>(self, to, std::forward<Req>(req));
+  co_return co_await await_reply<R>(self, mref, timeout, fail);
+}
+
+/// gen:stop, for a process or a mailbox.
+template <class S, class Self>
+task<> stop_protocol(Self& self, server_ref<S> server, exit_reason reason, timeout_value timeout) {
+  const pid to = resolve_server(self, server);
+  if (!to) throw make_stop_error(call_error::kind::noproc, exit_reason::noproc());
+  const ref mref = self.monitor(to, marked);
+  self.send(to, stop_request{reason});
+  auto m = co_await receive_on(self, since(mref), down_of(mref), after(timeout));
+  if (auto* d = m.template get_if<down>()) {
+    if (d->reason == exit_reason::noproc())
+      throw make_stop_error(call_error::kind::noproc, d->reason);
+    if (!(d->reason == reason)) throw make_stop_error(call_error::kind::server_exited, d->reason);
+    co_return;
+  }
+  self.demonitor(mref, flush);
+  throw make_stop_error(call_error::kind::timeout, exit_reason::error("timeout"));
+}
+
+template <class S, class D>
+void check_call() {
+  static_assert(handles_call<S, D>,
+                "call: the server has no handle_call(const Req&, from<Reply>) for this request");
+}
+
+}  // namespace detail
+
+/// gen_server:call: sends `req` and waits up to `timeout` for the reply. Throws call_error.
+template <class S, class Req>
+task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Req&& req,
+                                         timeout_value timeout = std::chrono::milliseconds(5000)) {
+  detail::check_call<S, std::decay_t<Req>>();
+  static_assert(detail::coroutine_safe_argument<Req>,
+                "call: with GCC 12, pass a request that is an aggregate with a destructor (e.g. "
+                "one holding a std::string) as a named variable, not a temporary: GCC 12 "
+                "miscompiles such temporaries in a co_await expression (docs/gcc12-coroutines.md)");
+  return detail::call_protocol(self, std::move(server), std::forward<Req>(req), timeout);
+}
+
+/// gen_server:call from an outside thread (blocks it).
+template <class S, class Req>
+reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req,
+                                   timeout_value timeout = std::chrono::milliseconds(5000)) {
+  detail::check_call<S, std::decay_t<Req>>();
+  return detail::run_to_completion(
+      detail::call_protocol(me, std::move(server), std::forward<Req>(req), timeout));
+}
+
+/// An outstanding asynchronous request (gen_server:send_request/2), typed by its reply. Holds
+/// the monitor that makes the reply deliverable; receive_response consumes it. A default or
+/// unresolved request_id (the server was not found) makes receive_response fail with noproc.
+template <class R>
+class request_id {
+ public:
+  request_id() = default;
+  /// Made by send_request.
+  request_id(ref m, std::string text) : monitor_(m), text_(std::move(text)) {}
+  ref monitor() const noexcept { return monitor_; }
+  /// The server as it was addressed, for error messages.
+  const std::string& server_text() const noexcept { return text_; }
+
+ private:
+  ref monitor_;
+  std::string text_;
+};
+
+/// gen_server:send_request/2: sends `req` without waiting; the reply is collected later with
+/// receive_response. Many requests may be outstanding at once. Never blocks, never throws for
+/// a dead server (its receive_response fails with noproc).
+template <class S, class Req>
+request_id<reply_of_t<std::decay_t<Req>>> send_request(basic_process& self, server_ref<S> server,
+                                                       Req&& req) {
+  using D = std::decay_t<Req>;
+  static_assert(detail::handles_call<S, D>,
+                "send_request: the server has no handle_call(const Req&, from<Reply>) for this "
+                "request");
+  const pid to = detail::resolve_server(self, server);
+  if (!to) return request_id<reply_of_t<D>>(ref(), server.to_string());
+  return request_id<reply_of_t<D>>(detail::send_call<S>(self, to, std::forward<Req>(req)),
+                                   server.to_string());
+}
+
+/// gen_server:receive_response/2: waits up to `timeout` for the reply of `id`. Throws
+/// call_error for noproc, the server's exit, or timeout (the request is then abandoned: a later
+/// reply is dropped).
+template <class R>
+task<R> receive_response(process& self, request_id<R> id, timeout_value timeout = infinity) {
+  auto fail = [text = id.server_text(), timeout](call_error::kind k, exit_reason r) {
+    return detail::make_call_error(k, std::move(r), text, "receive_response", timeout);
+  };
+  if (!id.monitor()) throw fail(call_error::kind::noproc, exit_reason::noproc());
+  co_return co_await detail::await_reply<R>(self, id.monitor(), timeout, fail);
+}
+
+namespace detail {
+template <class S, class Req>
+message_node* make_cast(Req&& req) {
+  using D = std::decay_t<Req>;
+  static_assert(handles_cast<S, D>,
+                "cast: the server has no handle_cast(const Req&) for this request");
+  return make_node<cast_envelope<S, D>>(&cast_type<S, D>,
+                                        cast_envelope<S, D>{std::forward<Req>(req)});
+}
+}  // namespace detail
+
+/// gen_server:cast: always succeeds, even when nobody is there (§4.3 rule 11).
+template <class S, class Req>
+void cast(basic_process& self, server_ref<S> server, Req&& req) {
+  detail::message_node* n = detail::make_cast<S>(std::forward<Req>(req));
+  detail::send_node(*detail::runtime_of(self), detail::resolve_server(self, server), n);
+}
+
+/// cast from any thread, without a mailbox.
+template <class S, class Req>
+void cast(runtime& rt, server_ref<S> server, Req&& req) {
+  detail::message_node* n = detail::make_cast<S>(std::forward<Req>(req));
+  detail::send_node(rt.core(), server.resolve(rt), n);
+}
+
+/// gen_server:stop(Server, Reason, Timeout): stops the server and waits until it has exited.
+/// Throws call_error with OTP's bare reasons: `noproc` if it is not alive, `timeout`, or the
+/// reason it exited with if that differs from `reason` (e.g. what its terminate exited with).
+template <class S>
+task<> stop(process& self, server_ref<S> server, exit_reason reason = exit_reason::normal(),
+            timeout_value timeout = infinity) {
+  return detail::stop_protocol(self, std::move(server), std::move(reason), timeout);
+}
+
+/// gen_server:stop from an outside thread.
+template <class S>
+void stop(mailbox& me, server_ref<S> server, exit_reason reason = exit_reason::normal(),
+          timeout_value timeout = infinity) {
+  detail::run_to_completion(
+      detail::stop_protocol(me, std::move(server), std::move(reason), timeout));
+}
+
+BEAMLET_END_NAMESPACE
