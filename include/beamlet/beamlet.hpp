@@ -2,11 +2,13 @@
 #pragma once
 
 #include <beamlet/child_spec.hpp>
+#include <beamlet/clock.hpp>
 #include <beamlet/config.hpp>
 #include <beamlet/dynamic_supervisor.hpp>
 #include <beamlet/error.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/expected.hpp>
+#include <beamlet/extension.hpp>
 #include <beamlet/gen_server.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>

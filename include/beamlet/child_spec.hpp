@@ -68,14 +68,19 @@ class bad_extra_argument : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+class extra_arguments;
+/// A value that may be an extra argument (anything but an extra_arguments list itself).
+template <class T>
+concept extra_value = !std::is_same_v<std::decay_t<T>, extra_arguments>;
+
 class extra_arguments {
  public:
   extra_arguments() = default;
-  template <class... T>
-  requires(sizeof...(T) > 0 && (!std::is_same_v<std::decay_t<T>, extra_arguments> &&
-                                ...)) explicit extra_arguments(T&&... values) {
-    values_.reserve(sizeof...(T));
-    (values_.emplace_back(std::forward<T>(values)), ...);
+  template <extra_value T, extra_value... More>
+  explicit extra_arguments(T&& first, More&&... more) {
+    values_.reserve(1 + sizeof...(More));
+    values_.emplace_back(std::forward<T>(first));
+    (values_.emplace_back(std::forward<More>(more)), ...);
   }
 
   std::size_t size() const noexcept { return values_.size(); }
@@ -97,6 +102,20 @@ class extra_arguments {
   std::vector<std::any> values_;
 };
 
+class start_function;
+namespace detail {
+template <class F>
+concept not_start_function = !std::is_same_v<std::decay_t<F>, start_function>;
+}  // namespace detail
+/// A start function that reads the supervisor's extra arguments.
+template <class F>
+concept start_callable_with_extra = detail::not_start_function<F> &&
+    std::is_invocable_r_v<task<start_result>, F&, process&, const extra_arguments&>;
+/// A start function that takes the supervisor process only.
+template <class F>
+concept start_callable = detail::not_start_function<F> && !start_callable_with_extra<F> &&
+                         std::is_invocable_r_v<task<start_result>, F&, process&>;
+
 /// Starts a child from inside the supervisor process. Built from any callable taking
 /// `(process& sup)` or `(process& sup, const extra_arguments&)` and returning
 /// task<start_result>. The callable is copied into every restart, so it must be copyable.
@@ -106,13 +125,10 @@ class start_function {
 
   start_function() = default;
   start_function(std::nullptr_t) noexcept {}
-  template <class F>
-  requires std::is_invocable_r_v<task<start_result>, F&, process&, const extra_arguments&> &&
-      (!std::is_same_v<std::decay_t<F>, start_function>)start_function(F f) : fn_(std::move(f)) {}
-  template <class F>
-  requires std::is_invocable_r_v<task<start_result>, F&, process&> &&
-      (!std::is_invocable_v<F&, process&, const extra_arguments&>)&&(
-          !std::is_same_v<std::decay_t<F>, start_function>)start_function(F f)
+  template <start_callable_with_extra F>
+  start_function(F f) : fn_(std::move(f)) {}
+  template <start_callable F>
+  start_function(F f)
       : fn_([f = std::move(f)](process& sup, const extra_arguments&) mutable { return f(sup); }) {}
 
   explicit operator bool() const noexcept { return static_cast<bool>(fn_); }

@@ -64,6 +64,11 @@ class completed_receive {
   R r_;
 };
 
+/// An outside thread waits in real time.
+inline clock_time wait_now(const mailbox&) noexcept {
+  return std::chrono::steady_clock::now();
+}
+
 /// The mailbox counterpart of receive_on(process&, ...): blocks the thread, then is ready.
 template <class... Args>
 auto receive_on(mailbox& me, Args&&... args) {

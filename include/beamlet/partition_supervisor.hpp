@@ -61,12 +61,15 @@ BEAMLET_BEGIN_NAMESPACE
 
 class runtime;
 
+/// An integer type other than bool: what routes by abs(key) rem N.
+template <class I>
+concept integer_key = std::integral<I> && !std::is_same_v<I, bool>;
+
 /// What a partition supervisor routes on.
 class partition_key {
  public:
-  template <std::integral I>
-  requires(!std::is_same_v<I, bool>) partition_key(I v)
-  noexcept : kind_(kind::integer) {
+  template <integer_key I>
+  partition_key(I v) noexcept : kind_(kind::integer) {
     if constexpr (std::is_signed_v<I>) {
       // |v| without overflow for the most negative value.
       magnitude_ =

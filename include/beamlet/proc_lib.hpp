@@ -139,7 +139,7 @@ task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   const ref tag = self.make_ref(marked);
   const spawn_result sr = self.spawn_opt(child_body(std::move(fn), starter(self.self(), tag)),
                                          {.link = true, .monitor = true});
-  const auto deadline = deadline_after(clock::now(), opts.timeout);
+  const auto deadline = deadline_after(wait_now(self), opts.timeout);
   auto m = co_await receive_on(self, since(tag), ack_tagged(tag), down_of(sr.monitor),
                                start_timeout(opts));
   if (auto* a = m.template get_if<init_ack_message>()) {
@@ -160,7 +160,7 @@ task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
     if (!opts.timeout.finite()) {
       for (;;) co_await receive_on(self, since(tag), ack_tagged(tag));
     }
-    const auto left = std::max(clock::duration::zero(), deadline - clock::now());
+    const auto left = std::max(clock::duration::zero(), deadline - wait_now(self));
     co_await receive_on(self, since(tag), ack_tagged(tag), after(left));
   } else {
     self.demonitor(sr.monitor, flush);

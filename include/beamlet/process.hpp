@@ -41,6 +41,9 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// A point in a runtime's time (beamlet/clock.hpp).
+using clock_time = std::chrono::steady_clock::time_point;
+
 /// Result of spawn_monitor: the new process and the monitor on it.
 struct spawn_result {
   beamlet::pid pid;
@@ -195,6 +198,8 @@ class basic_process {
 
   /// erlang:is_process_alive/1.
   bool is_alive(pid p) const noexcept;
+  /// The runtime's time (runtime_options::clock): what this process's timeouts are measured in.
+  clock_time now() const noexcept { return detail::now_in(*rt_); }
 
   /// Messages queued in this process's mailbox (after taking in every message that arrived).
   std::size_t message_queue_len() noexcept;
@@ -297,6 +302,10 @@ namespace detail {
 template <class... Args>
 auto receive_on(process& self, Args&&... args) {
   return self.receive(std::forward<Args>(args)...);
+}
+/// The clock receive_on's timeouts are measured in: the runtime's, for a process.
+inline clock_time wait_now(const process& self) noexcept {
+  return self.now();
 }
 
 template <class F>

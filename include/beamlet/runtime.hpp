@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <beamlet/clock.hpp>
 #include <beamlet/config.hpp>
 #include <beamlet/detail/core.hpp>
 #include <beamlet/exit_reason.hpp>
@@ -50,6 +51,10 @@ struct runtime_options {
   /// How long shutdown waits for processes to exit on the `shutdown` signal before ending the
   /// rest. Must not be negative; milliseconds::max() waits as long as it takes.
   std::chrono::milliseconds shutdown_grace{1000};
+  /// The time processes live in (beamlet/clock.hpp): null (or a steady_runtime_clock) is the
+  /// steady clock; a manual_clock makes timers and restart-intensity windows run in virtual time
+  /// (tests). Any other clock is rejected.
+  std::shared_ptr<runtime_clock> clock{};
 };
 
 class runtime {
@@ -104,6 +109,8 @@ class runtime {
 
   // -- state -------------------------------------------------------------------------------------
   bool is_alive(pid p) const noexcept;
+  /// The runtime's time (runtime_options::clock).
+  runtime_clock::time_point now() const noexcept;
   /// Live processes (mailboxes included).
   std::size_t process_count() const noexcept;
   unsigned schedulers() const noexcept;

@@ -23,6 +23,12 @@ std::ostream& operator<<(std::ostream& os, ref r) {
   return os << r.to_string();
 }
 
+namespace detail {
+std::string demangled_name(const std::type_info& t) {
+  return boost::core::demangle(t.name());
+}
+}  // namespace detail
+
 std::string any_message::type_name() const {
   if (node_ == nullptr) return {};
   return boost::core::demangle(node_->type->type->name());

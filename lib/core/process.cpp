@@ -150,6 +150,10 @@ bool is_alive_in(runtime_core& rt, pid p) noexcept {
   return q != nullptr && q->inbox.load(std::memory_order_acquire) != closed_mark;
 }
 
+clock::time_point now_in(const runtime_core& rt) noexcept {
+  return rt.now();
+}
+
 unsigned scheduler_count(const runtime_core& rt) noexcept {
   return rt.options.schedulers;
 }

@@ -187,7 +187,7 @@ bool receive_begin(proc* p, receive_op& op) {
   if (p->exiting) return false;
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
   const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
-  if (op.has_timeout && !poll) op.deadline = deadline_after(clock::now(), op.timeout);
+  if (op.has_timeout && !poll) op.deadline = deadline_after(p->rt()->now(), op.timeout);
   bool done = op.scan(p->queue);
   if (!done && p->deferred != nullptr) {
     drain(p);  // the killing signal applies: suspend, and the scheduler ends the process

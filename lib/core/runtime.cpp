@@ -28,6 +28,14 @@ runtime_options normalized(runtime_options o) {
   if (o.shutdown_grace < std::chrono::milliseconds::zero())
     throw std::invalid_argument("beamlet: runtime_options::shutdown_grace must not be negative");
   if (o.reductions < 1) o.reductions = 1;
+  if (o.clock != nullptr && !o.clock->is_manual()) {
+    // The steady clock is the default (no indirection for it); a clock of one's own would need
+    // timers that sleep in its time, which the timer service does not do.
+    if (dynamic_cast<steady_runtime_clock*>(o.clock.get()) == nullptr)
+      throw std::invalid_argument(
+          "beamlet: runtime_options::clock must be null, a steady_runtime_clock or a manual_clock");
+    o.clock = nullptr;
+  }
   return o;
 }
 
@@ -35,6 +43,7 @@ runtime_options normalized(runtime_options o) {
 
 runtime_core::runtime_core(const runtime_options& o)
     : options(normalized(o)),
+      manual_clock_(options.clock != nullptr),
       epoch(options.schedulers),
       table(options.max_processes),
       timers(*this),
@@ -211,6 +220,10 @@ std::optional<pid> runtime::whereis(std::string_view name) const {
 
 std::vector<std::string> runtime::registered() const {
   return core_->names.names();
+}
+
+runtime_clock::time_point runtime::now() const noexcept {
+  return core_->now();
 }
 
 bool runtime::is_alive(pid p) const noexcept {

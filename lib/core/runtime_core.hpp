@@ -34,6 +34,11 @@ class runtime_core {
   /// Retires a dead process's memory from whatever thread ended it.
   void retire(proc* p) noexcept;
 
+  /// The runtime's time: the steady clock unless runtime_options::clock says otherwise.
+  clock::time_point now() const noexcept {
+    return manual_clock_ ? options.clock->now() : clock::now();
+  }
+
   /// A reference unique in this program (not just this runtime).
   static std::uint64_t new_ref() noexcept;
 
@@ -44,6 +49,7 @@ class runtime_core {
   }
 
   const runtime_options options;
+  const bool manual_clock_;
   epoch_domain epoch;
   process_table table;
   registry names;

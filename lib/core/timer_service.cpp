@@ -37,9 +37,16 @@ timer_service::~timer_service() {
 
 void timer_service::start() {
   impl_->thread = std::thread([this] { impl_->io.run(); });
+  // Virtual time: the clock fires what is due each time it is advanced.
+  if (rt_.options.clock != nullptr)
+    clock_subscription_ = rt_.options.clock->subscribe([this] { on_wake(); });
 }
 
 void timer_service::stop() noexcept {
+  if (clock_subscription_ != 0) {
+    rt_.options.clock->unsubscribe(clock_subscription_);  // waits for an advance in progress
+    clock_subscription_ = 0;
+  }
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
@@ -115,9 +122,11 @@ void timer_service::remove_locked(timer_entry* e) noexcept {
 // ----------------------------------------------------------------------------------------
 
 void timer_service::arm_asio_locked() {
-  // Caller holds mu_ and runs on the timer thread. An infinite timer (deadline max) is never
-  // due: with only those left, the timer thread sleeps until something else is armed.
+  // Caller holds mu_ and runs on the timer thread (or advances a manual clock). An infinite
+  // timer (deadline max) is never due: with only those left, the timer thread sleeps until
+  // something else is armed. In virtual time nothing is armed: advance() fires what is due.
   armed_for_ = clock::time_point::max();
+  if (rt_.options.clock != nullptr) return;
   if (heap_.empty() || heap_.front()->deadline == clock::time_point::max()) return;
   armed_for_ = heap_.front()->deadline;
   impl_->timer.expires_at(armed_for_);
@@ -129,7 +138,7 @@ void timer_service::arm_asio_locked() {
 void timer_service::request_rearm(clock::time_point deadline) {
   // Caller holds mu_. Only a deadline earlier than the one the timer sleeps for needs the timer
   // thread; later ones are picked up when it next wakes.
-  if (deadline >= armed_for_ || stopped_) return;
+  if (deadline >= armed_for_ || stopped_ || rt_.options.clock != nullptr) return;
   armed_for_ = deadline;
   boost::asio::post(impl_->io, [this] {
     std::lock_guard lock(mu_);
@@ -189,7 +198,7 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
   e->target = to;
   e->msg = msg;
   e->ref = rt_.new_ref();
-  e->deadline = deadline_after(clock::now(), delay);
+  e->deadline = deadline_after(rt_.now(), delay);
   const std::uint64_t r = e->ref;
   {
     std::lock_guard lock(mu_);
@@ -227,7 +236,7 @@ std::optional<clock::duration> timer_service::cancel_send_after(ref r) noexcept 
     remove_locked(e);
     unlink_target_locked(e);
   }
-  const clock::time_point now = clock::now();
+  const clock::time_point now = rt_.now();
   const clock::duration left =
       e->deadline == clock::time_point::max() ? clock::duration::max() : e->deadline - now;
   destroy_node(e->msg);
@@ -274,7 +283,7 @@ void timer_service::on_wake() noexcept {
   std::vector<fired> due;
   {
     std::lock_guard lock(mu_);
-    const clock::time_point now = clock::now();
+    const clock::time_point now = rt_.now();
     while (!heap_.empty() && heap_.front()->deadline <= now) {
       timer_entry* e = heap_.front();
       remove_locked(e);

@@ -96,6 +96,7 @@ class timer_service {
   id_table<send_after_entry*> by_target_;  // pid serial -> first timer aimed at it
   clock::time_point armed_for_ = clock::time_point::max();
   bool stopped_ = false;
+  std::uint64_t clock_subscription_ = 0;  // with a manual clock
   std::unique_ptr<impl> impl_;
 };
 

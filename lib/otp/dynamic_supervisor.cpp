@@ -203,7 +203,7 @@ task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
 }
 
 task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
-  if (!window_.add()) {
+  if (!window_.add(self().now())) {
     // reached_max_restart_intensity: the child is dropped and the supervisor stops `shutdown`.
     children_.erase(old);
     co_return gen::stop(exit_reason::shutdown());

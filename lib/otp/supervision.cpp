@@ -76,10 +76,9 @@ task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spe
   co_return k.get<down>().reason;
 }
 
-bool restart_window::add() {
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
+bool restart_window::add(clock_time at) {
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count();
   stamps_.push_back(now);
   // Inclusive window: a restart exactly `period` seconds ago still counts.
   while (!stamps_.empty() && stamps_.front() < now - period_) stamps_.pop_front();

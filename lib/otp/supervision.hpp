@@ -45,8 +45,9 @@ class restart_window {
  public:
   restart_window() = default;
   restart_window(int intensity, int period) : intensity_(intensity), period_(period) {}
-  /// Records a restart attempt; false when it exceeds the intensity.
-  bool add();
+  /// Records a restart attempt made at `at` (the runtime's time, so tests can use virtual
+  /// time); false when it exceeds the intensity.
+  bool add(clock_time at);
 
  private:
   int intensity_ = 3;

@@ -183,7 +183,7 @@ task<gen::action> supervisor_server::handle_cast(const try_again_restart& r) {
 
 task<std::optional<gen::action>> supervisor_server::restart(std::string failed_id) {
   // Every attempt counts, retries included (§6.3 rule 7).
-  if (!window_.add()) {
+  if (!window_.add(self().now())) {
     // reached_max_restart_intensity: drop the child, stop the rest, exit shutdown.
     children_.erase(find(failed_id));
     co_return gen::stop(exit_reason::shutdown());

@@ -1,5 +1,7 @@
-// A minimal program using beamlet as a packaged dependency.
+// A minimal program using beamlet as a packaged dependency, including the installed testing
+// helpers (beamlet/testing.hpp).
 #include <beamlet/beamlet.hpp>
+#include <beamlet/testing.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -18,7 +20,16 @@ int main() {
   });
   beamlet::mailbox me(rt);
   rt.send(echo, ping{me.self()});
-  auto r = me.receive(beamlet::on<pong>(), beamlet::after(5s));
-  std::puts(r ? "consumer: pong received" : "consumer: timed out");
-  return r ? 0 : 1;
+  try {
+    (void)beamlet::testing::assert_receive<pong>(me, 5s);
+    beamlet::testing::refute_receive<pong>(me, 10ms);
+  } catch (const beamlet::testing::assertion_failure& e) {
+    std::printf("consumer: %s\n", e.what());
+    return 1;
+  }
+  const auto reason =
+      beamlet::testing::run(rt, [](beamlet::process&) -> beamlet::task<> { co_return; });
+  if (!reason || !reason->is_normal()) return 1;
+  std::puts("consumer: pong received");
+  return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <beamlet/beamlet.hpp>
+#include <beamlet/testing.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -37,43 +38,18 @@ inline constexpr int stress_divisor = 1;
     if (!((a) == (b))) co_return; \
   } while (false)
 
-/// A process spawned with a monitor held by the test thread, so its exit reason can be read
-/// even if it ends before anyone asks (a later rt.wait() would only see `noproc`).
-/// Converts to its pid. Must be destroyed before the runtime (declare it after).
-class watched {
- public:
-  template <class F>
-  watched(runtime& rt, F&& body) : box_(rt) {
-    auto r = box_.spawn_monitor(std::forward<F>(body));
-    pid_ = r.pid;
-    ref_ = r.monitor;
-  }
-  operator pid() const noexcept { return pid_; }
-  pid id() const noexcept { return pid_; }
-
-  /// The exit reason, or nullopt if the process is still running after `limit`.
-  std::optional<exit_reason> wait(std::chrono::milliseconds limit = 20s) {
-    if (reason_) return reason_;
-    const ref r = ref_;
-    auto d = box_.receive(on<down>().when([r](const down& x) { return x.ref == r; }), after(limit));
-    if (d) reason_ = d.get<down>().reason;
-    return reason_;
-  }
-
- private:
-  mailbox box_;
-  pid pid_;
-  ref ref_;
-  std::optional<exit_reason> reason_;
-};
+// The helpers users get too (beamlet/testing.hpp): the project's tests use the same ones.
+using testing::assert_receive;
+using testing::eventually;
+using testing::refute_receive;
+using testing::watched;
 
 /// Runs `body` as a process and waits for it to end; returns its exit reason, or nullopt if it
 /// did not end within `limit`.
 template <class F>
 std::optional<exit_reason> run_process(runtime& rt, F&& body,
                                        std::chrono::milliseconds limit = 20s) {
-  watched w(rt, std::forward<F>(body));
-  return w.wait(limit);
+  return testing::run(rt, std::forward<F>(body), limit);
 }
 
 /// Expects that `w` ends within `limit` and returns its reason.
@@ -87,16 +63,6 @@ inline exit_reason expect_exit(runtime&, watched& w, std::chrono::milliseconds l
 /// use `watched` for that).
 inline void expect_gone(runtime& rt, pid p, std::chrono::milliseconds limit = 20s) {
   EXPECT_TRUE(rt.wait(p, limit).has_value()) << p << " did not exit";
-}
-
-/// Polls `cond` until it holds or `limit` passes.
-inline bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
 }
 
 /// A process body that waits for any message and then returns (exit `normal`).

@@ -10,8 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
+#include <typeinfo>
 
 #include <beamlet/config.hpp>
 #include <beamlet/detail/message.hpp>
@@ -47,6 +49,10 @@ pid whereis_in(runtime_core& rt, std::string_view name);
 /// erlang:is_process_alive/1 (false for the null pid). The one implementation behind
 /// runtime::is_alive and basic_process::is_alive.
 bool is_alive_in(runtime_core& rt, pid p) noexcept;
+/// A C++ type's readable (demangled) name.
+std::string demangled_name(const std::type_info& t);
+/// The runtime's time (runtime_options::clock).
+clock::time_point now_in(const runtime_core& rt) noexcept;
 /// The runtime's scheduler thread count.
 unsigned scheduler_count(const runtime_core& rt) noexcept;
 std::error_code unregister_in(runtime_core& rt, std::string_view name);

@@ -30,10 +30,12 @@ template <class Req>
 struct reply_of {
   using type = void;
 };
+/// Req names its reply type.
 template <class Req>
-requires requires {
+concept names_reply = requires {
   typename Req::reply_type;
-}
+};
+template <names_reply Req>
 struct reply_of<Req> {
   using type = typename Req::reply_type;
 };
@@ -146,15 +148,14 @@ template <class R>
 class call_result {
  public:
   call_result(R v) : v_(reply_t<R>(std::move(v))) {}
-  template <class V>
-  requires std::convertible_to<V, R> call_result(reply_t<V> r)
-      : v_(reply_t<R>(R(std::move(r.value)))) {
+  template <std::convertible_to<R> V>
+  call_result(reply_t<V> r) : v_(reply_t<R>(R(std::move(r.value)))) {
     std::get<0>(v_).options = std::move(r.options);
   }
   call_result(noreply_t n) : v_(std::move(n)) {}
   call_result(stop_t s) : v_(std::move(s)) {}
-  template <class V>
-  requires std::convertible_to<V, R> call_result(stop_reply_t<V> s)
+  template <std::convertible_to<R> V>
+  call_result(stop_reply_t<V> s)
       : v_(stop_reply_t<R>{std::move(s.reason), R(std::move(s.value))}) {}
   std::variant<reply_t<R>, noreply_t, stop_t, stop_reply_t<R>>& get() noexcept { return v_; }
 

@@ -1,0 +1,17 @@
+# checkheaders: compiles every public header on its own (twice in one translation unit, which
+# also checks the include guard), so that no header depends on what its users happened to
+# include first. Built by scripts/test; `cmake --build --preset dev --target checkheaders`.
+file(GLOB_RECURSE _beamlet_public_headers RELATIVE ${PROJECT_SOURCE_DIR}/include
+  ${PROJECT_SOURCE_DIR}/include/beamlet/*.hpp)
+set(_checkheaders_sources "")
+foreach(header IN LISTS _beamlet_public_headers)
+  string(REPLACE "/" "__" stem ${header})
+  string(REPLACE ".hpp" ".cpp" stem ${stem})
+  set(src ${PROJECT_BINARY_DIR}/checkheaders/${stem})
+  file(CONFIGURE OUTPUT ${src}
+    CONTENT "// Generated: ${header} compiles alone.\n#include <${header}>\n#include <${header}>\n")
+  list(APPEND _checkheaders_sources ${src})
+endforeach()
+add_library(checkheaders OBJECT EXCLUDE_FROM_ALL ${_checkheaders_sources})
+target_link_libraries(checkheaders PRIVATE beamlet)
+beamlet_set_warnings(checkheaders)
