@@ -24,7 +24,9 @@ def fmt_ns(ns):
 
 def main(beamlet_csv, trajectory_csv, beam_csv=None):
     data = rows(beamlet_csv) + (rows(beam_csv) if beam_csv else [])
-    print("Per-spawn delay with 100,000 start_child requests queued (median gap between inits):")
+    print("Per-spawn delay with 100,000 start_child requests queued: median gap between child\n"
+          "inits (median of the runs, each in a fresh process, and their spread), and the messages\n"
+          "the supervisor examined per spawn (deterministic: the cost model itself):")
     seen = set()
     for r in data:
         if int(r["depth"]) != 100000:
@@ -34,8 +36,13 @@ def main(beamlet_csv, trajectory_csv, beam_csv=None):
             continue
         seen.add(key)
         label = r["variant"] if r["partitions"] == "1" else f"{r['variant']}, {r['partitions']} partitions"
-        drain = f"   (drained in {float(r['drain_s']):.2f} s)" if r["drain_s"] else ""
-        print(f"  {label:32} {fmt_ns(r['per_spawn_ns_p50']):>10}{drain}")
+        spread = ""
+        if r.get("per_spawn_ns_p50_min"):
+            spread = f" ({fmt_ns(r['per_spawn_ns_p50_min'])}..{fmt_ns(r['per_spawn_ns_p50_max'])})"
+        examined = r.get("examined_per_spawn") or ""
+        examined = f"   {float(examined):>9,.0f} examined/spawn" if examined else ""
+        drain = f"   drained in {float(r['drain_s']):.2f} s" if r["drain_s"] else ""
+        print(f"  {label:32} {fmt_ns(r['per_spawn_ns_p50']):>10}{spread:24}{examined}{drain}")
     if not beam_csv:
         print("  beam                             (not measured: elixir not installed)")
 

@@ -1,5 +1,6 @@
-// The same workloads on CAF 0.17, written the way CAF programs are: event-based actors, the
-// default scheduler with as many threads as beamlet uses.
+// The same workloads on CAF 0.17, written the way CAF programs are: event-based actors, as many
+// scheduler threads as beamlet uses, and either of CAF's scheduler policies (work stealing, its
+// default, or work sharing: one shared queue), chosen by scheduler_policy.
 //
 // Every actor handle is kept until the workload ends: CAF terminates an actor nobody holds a
 // handle to (exit reason `unreachable`), which would end watchers and senders early.
@@ -13,6 +14,8 @@
 #include "workloads.hpp"
 
 namespace peers::caf_side {
+
+policy scheduler_policy = policy::stealing;
 
 namespace {
 
@@ -29,6 +32,10 @@ double ns_since(clock_type::time_point t0) {
 caf::actor_system_config make_config() {
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", static_cast<size_t>(std::thread::hardware_concurrency()));
+  if (scheduler_policy == policy::sharing)
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+  else
+    cfg.set("scheduler.policy", caf::atom("stealing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));
   return cfg;
 }

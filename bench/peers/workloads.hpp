@@ -30,6 +30,10 @@ double down_fan_in(int dying);
 }  // namespace beamlet_side
 
 namespace caf_side {
+/// CAF's scheduler policies (caf.scheduler.policy): `stealing` is CAF's default.
+enum class policy { stealing, sharing };
+/// Used by every workload below; set it before calling one.
+extern policy scheduler_policy;
 double spawn_exit(std::int64_t n);
 double send_receive(std::int64_t n);
 double ping_pong(std::int64_t n);

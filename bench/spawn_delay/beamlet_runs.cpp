@@ -55,8 +55,17 @@ start_function gate(shared_state* s, std::size_t share, pid driver) {
   };
 }
 
+/// A timed child's start, inside the supervisor: it also records how many messages the
+/// supervisor examined while it waited for the ack (the start's share of the scan cost, plus the
+/// one examination that took the request).
 child_spec timed_spec(shared_state* s) {
-  return child_spec("c", worker_start<timed_child>(s))
+  start_function start = [s](process& sup) -> task<start_result> {
+    const std::uint64_t before = sup.messages_examined();
+    const start_result r = co_await timed_child::start_link(sup, {}, s);
+    s->record_examined(sup.messages_examined() - before + 1);
+    co_return r;
+  };
+  return child_spec("c", std::move(start))
       .with_restart(restart_type::temporary)
       .with_shutdown(shutdown_spec::brutal_kill());
 }
@@ -157,7 +166,7 @@ backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, s
   auto s = std::make_unique<shared_state>(want);
   std::atomic<bool> done{false};
   {
-    runtime rt;
+    runtime rt({.pin_schedulers = true});
     rt.spawn([&](process& self) -> task<> {
       self.trap_exit(true);
       rig r(mode, partitions);
@@ -189,6 +198,7 @@ backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, s
     }
   }
   s->fill(out, want);
+  out.examined_per_spawn = s->examined_mean();
   return out;
 }
 
@@ -205,7 +215,7 @@ catch_up_run beamlet_catch_up(ack_wait mode, int partitions, std::int64_t backlo
   std::atomic<std::int64_t> arrived{0};
   std::atomic<bool> released{false}, done{false};
   {
-    runtime rt;
+    runtime rt({.pin_schedulers = true});
     rt.spawn([&](process& self) -> task<> {
       self.trap_exit(true);
       rig r(mode, partitions);

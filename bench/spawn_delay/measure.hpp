@@ -24,6 +24,10 @@ struct backlog_run {
   /// All `depth` requests were served (so drain_s is meaningful).
   bool drained = false;
   double drain_s = 0;
+  /// Messages the supervisor's receives examined per spawn, averaged over the timed spawns
+  /// (the deterministic cost: about the queue length with scan, about 1 with marker); -1 when
+  /// the runtime cannot tell (CAF, BEAM).
+  double examined_per_spawn = -1;
 };
 
 /// A point of a catch-up trajectory: time since release, requests still waiting.
@@ -80,7 +84,21 @@ struct init_log {
     if (out.drained) out.drain_s = static_cast<double>(out.init_ns.back()) / 1e9;
   }
 
+  /// Called by a start function, inside the supervisor, with what its ack wait examined.
+  void record_examined(std::uint64_t n) noexcept {
+    if (examined_count.fetch_add(1, std::memory_order_relaxed) <
+        static_cast<std::int64_t>(times.size()))
+      examined_sum.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+  }
+  double examined_mean() const noexcept {
+    const std::int64_t n =
+        std::min<std::int64_t>(examined_count.load(), static_cast<std::int64_t>(times.size()));
+    return n == 0 ? -1 : static_cast<double>(examined_sum.load()) / static_cast<double>(n);
+  }
+
   std::vector<std::int64_t> times;
+  std::atomic<std::int64_t> examined_sum{0};
+  std::atomic<std::int64_t> examined_count{0};
   std::atomic<std::int64_t> started{0};
   std::atomic<std::int64_t> written{0};
   std::atomic<std::int64_t> release_ns{LLONG_MAX};

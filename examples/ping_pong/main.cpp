@@ -1,10 +1,12 @@
 // ping_pong: two processes, a monitor, and a mailbox for the main thread.
 //
-// Run it: build-release/examples/ping_pong/ping_pong
+// Run it: build-dev/examples/ping_pong/ping_pong (or build-release/..., by preset). It takes
+// no options; --help says so.
 #include <beamlet/beamlet.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <string_view>
 
 using namespace beamlet;
 using namespace std::chrono_literals;
@@ -31,7 +33,13 @@ task<> echo(process& self) {
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no options: --help, or a mistake
+    const bool help = std::string_view(argv[1]) == "--help";
+    std::fputs("usage: ping_pong   (no options; runs three pings and exits, in a moment)\n",
+               help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
   runtime rt;  // one scheduler thread per core
   const pid server = rt.spawn(echo);
 

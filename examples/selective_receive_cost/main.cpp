@@ -10,12 +10,14 @@
 //  * marker - the receive is keyed on a ref made just before the spawn, with a receive marker:
 //             it starts after the backlog. Each start costs O(1) (erlang/otp PR #11633).
 //
-// Both give the same result; only the cost differs. Run: scripts/demo [--quick]
+// Both give the same result; only the cost differs. Run:
+//   build-dev/examples/selective_receive_cost/selective_receive_cost [--quick] [--help]
+// A full run (up to 1M queued) takes about a minute; --quick (up to 100k) a few seconds.
 #include <beamlet/beamlet.hpp>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <string_view>
 #include <vector>
 
 using namespace beamlet;
@@ -86,7 +88,20 @@ result measure(runtime& rt, mode m, int queued, int starts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else {
+      std::fputs(
+          "usage: selective_receive_cost [--quick] [--help]\n"
+          "  times child starts behind 0..1M queued requests with each ack wait (about a\n"
+          "  minute); --quick stops at 100k (a few seconds)\n",
+          a == "--help" ? stdout : stderr);
+      return a == "--help" ? 0 : 2;
+    }
+  }
   const std::vector<int> depths = quick ? std::vector<int>{0, 1000, 10000, 100000}
                                         : std::vector<int>{0, 1000, 10000, 100000, 300000, 1000000};
   const int starts = quick ? 50 : 100;

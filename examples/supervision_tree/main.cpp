@@ -7,12 +7,14 @@
 //
 // The program starts the tree, opens a few sessions, fills the caches, then crashes one worker
 // on purpose and shows that its supervisor restarted it (a new pid, the same session) while
-// everything else kept running. Run it: `build/examples/supervision_tree/supervision_tree`.
+// everything else kept running. Run it: `build-dev/examples/supervision_tree/supervision_tree`
+// (or build-release/..., by preset); it takes no options and runs for about a second.
 #include <beamlet/beamlet.hpp>
 
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 
 using namespace beamlet;
 using namespace std::chrono_literals;
@@ -173,7 +175,13 @@ task<> demo(process& self) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no options: --help, or a mistake
+    const bool help = std::string_view(argv[1]) == "--help";
+    std::fputs("usage: supervision_tree   (no options; runs the tour, about a second)\n",
+               help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
   runtime rt;
   const pid p = rt.spawn(demo);
   const auto reason = rt.wait(p, std::chrono::seconds(30));

@@ -45,6 +45,10 @@ struct runtime_options {
   /// that throws system_limit_error. 1..max_process_limit. The process table is reserved
   /// lazily, so a large value costs address space (about 9 bytes per process), not RSS.
   std::size_t max_processes = std::size_t{1} << 22;
+  /// Binds scheduler thread i to CPU i (mod the CPUs this process may use), as BEAM's +sbt
+  /// does: steadier figures for benchmarks, at the price of sharing a core with whatever else
+  /// is bound there. Off by default; ignored where the system refuses it.
+  bool pin_schedulers = false;
   /// Receives a process may complete in one run before it is rescheduled behind the others
   /// (BEAM's reduction budget).
   int reductions = 2000;

@@ -1,5 +1,8 @@
 #include "scheduler.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -91,6 +94,23 @@ void scheduler::start() {
   for (auto& w : workers_) {
     worker* wp = w.get();
     wp->thread = std::thread([this, wp] { run(*wp); });
+  }
+  if (rt_.options.pin_schedulers) pin_threads();
+}
+
+void scheduler::pin_threads() noexcept {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.empty()) return;
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[i % cpus.size()], &one);
+    (void)pthread_setaffinity_np(workers_[i]->thread.native_handle(), sizeof one, &one);
   }
 }
 

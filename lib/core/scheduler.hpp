@@ -100,6 +100,7 @@ class scheduler {
   /// Wakes a parked worker if any (full barrier first: pairs with park()'s announcement).
   void notify_one();
   void after_run(worker& w);
+  void pin_threads() noexcept;
 
   runtime_core& rt_;
   std::vector<std::unique_ptr<worker>> workers_;

@@ -1,4 +1,5 @@
 // spec §4: GenServer.
+// Over 600 lines: one file per public header, and GenServer has many behaviours to pin down.
 #include <beamlet/gen_server.hpp>
 
 #include <mutex>

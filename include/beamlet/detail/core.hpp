@@ -31,8 +31,8 @@ struct spawn_options;
 
 namespace detail {
 
-struct proc;         // a process (lib/process_state.hpp)
-class runtime_core;  // a runtime (lib/runtime_core.hpp)
+struct proc;         // a process (lib/core/process_state.hpp)
+class runtime_core;  // a runtime (lib/core/runtime_core.hpp)
 
 // -- messaging (any thread) ----------------------------------------------------------------------
 

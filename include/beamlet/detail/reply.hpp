@@ -15,7 +15,7 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-/// The signal number of replies (see lib/signals.hpp).
+/// The signal number of replies (see lib/core/signals.hpp).
 inline constexpr std::uint8_t reply_signal = 6;
 
 struct reply_ext {
