@@ -7,8 +7,11 @@
 //
 // The program starts the tree, opens a few sessions, fills the caches, then crashes one worker
 // on purpose and shows that its supervisor restarted it (a new pid, the same session) while
-// everything else kept running. Run it: `build-dev/examples/supervision_tree/supervision_tree`
-// (or build-release/..., by preset); it takes no options and runs for about a second.
+// everything else kept running. The crash is reported on stderr without the program asking:
+// the runtime's logger prints the worker's gen_server terminate report and crash report, and
+// the DynamicSupervisor's child_terminated report, as OTP's logger would. Run it:
+// `build-dev/examples/supervision_tree/supervision_tree` (or build-release/..., by preset); it
+// takes no options and runs for about a second.
 #include <beamlet/beamlet.hpp>
 
 #include <cstdio>
@@ -182,6 +185,7 @@ int main(int argc, char** argv) {
                help ? stdout : stderr);
     return help ? 0 : 2;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // interleaves in order with the reports on stderr
   runtime rt;
   const pid p = rt.spawn(demo);
   const auto reason = rt.wait(p, std::chrono::seconds(30));

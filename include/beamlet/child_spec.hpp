@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -126,12 +127,24 @@ class start_function {
   start_function() = default;
   start_function(std::nullptr_t) noexcept {}
   template <start_callable_with_extra F>
-  start_function(F f) : fn_(std::move(f)) {}
+  start_function(F f) : fn_(std::move(f)), target_(&typeid(F)) {}
   template <start_callable F>
   start_function(F f)
-      : fn_([f = std::move(f)](process& sup, const extra_arguments&) mutable { return f(sup); }) {}
+      : fn_([f = std::move(f)](process& sup, const extra_arguments&) mutable { return f(sup); }),
+        target_(&typeid(F)) {}
 
   explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  /// What supervisor reports name as the child's start (OTP's mfargs): the server class for
+  /// worker_start<S>, the supervisor kind for the *_start helpers, else the callable's type.
+  const std::type_info& target() const noexcept {
+    return target_ != nullptr ? *target_ : typeid(void);
+  }
+  /// Names T as the target.
+  template <class T>
+  start_function&& naming() && {
+    target_ = &typeid(T);
+    return std::move(*this);
+  }
   /// `extra` must outlive the returned task (the supervisor passes its own list).
   task<start_result> operator()(process& sup, const extra_arguments& extra) const {
     return fn_(sup, extra);
@@ -139,6 +152,7 @@ class start_function {
 
  private:
   std::function<signature> fn_;
+  const std::type_info* target_ = nullptr;
 };
 
 /// Not an aggregate on purpose: specs are often built as temporaries inside a co_await
@@ -221,18 +235,20 @@ std::optional<spec_error> check_childspecs(const std::vector<child_spec>& specs)
 /// A start function for a gen_server S(args...): `worker_start<my_server>(1, 2)`.
 template <class S, class... Args>
 start_function worker_start(Args... args) {
-  return [args...](process& sup) -> task<start_result> {
-    co_return co_await S::start_link(sup, {}, args...);
-  };
+  return start_function([args...](process& sup) -> task<start_result> {
+           co_return co_await S::start_link(sup, {}, args...);
+         })
+      .template naming<S>();
 }
 
 /// As worker_start, with the server registered under `name` (gen_server start_link's name
 /// option); a restart registers the new process under the same name.
 template <class S, class... Args>
 start_function worker_start_named(std::string name, Args... args) {
-  return [name = std::move(name), args...](process& sup) -> task<start_result> {
-    co_return co_await S::start_link(sup, {std::string_view(name)}, args...);
-  };
+  return start_function([name = std::move(name), args...](process& sup) -> task<start_result> {
+           co_return co_await S::start_link(sup, {std::string_view(name)}, args...);
+         })
+      .template naming<S>();
 }
 
 namespace detail {
@@ -248,10 +264,12 @@ task<start_result> start_with_extra(process& sup, const extra_arguments& extra,
 /// `worker_start_extra<conn, std::string>(42)` starts conn(extra.get<std::string>(0), 42).
 template <class S, class... Extra, class... Args>
 start_function worker_start_extra(Args... args) {
-  return [args...](process& sup, const extra_arguments& extra) -> task<start_result> {
-    co_return co_await detail::start_with_extra<S, Extra...>(
-        sup, extra, std::index_sequence_for<Extra...>{}, args...);
-  };
+  return start_function(
+             [args...](process& sup, const extra_arguments& extra) -> task<start_result> {
+               co_return co_await detail::start_with_extra<S, Extra...>(
+                   sup, extra, std::index_sequence_for<Extra...>{}, args...);
+             })
+      .template naming<S>();
 }
 
 BEAMLET_END_NAMESPACE

@@ -10,10 +10,12 @@
 //   routing_tables& t = beamlet::extension<routing_tables>(rt);      // created on first use
 //
 // Guarantees: one instance per (runtime, type), created on first use with its default
-// constructor, thread-safe (concurrent first uses create it once), destroyed with the runtime
-// after every process has ended and every scheduler thread has stopped (so an extension's
-// destructor may not send or spawn). Looking one up takes a short lock; cache the reference
-// where it is hot. An exception from the constructor propagates and creates nothing.
+// constructor, then attached() to the runtime; thread-safe (concurrent first uses create it
+// once; attached() may itself look up other extensions); told when the runtime stops
+// (stopping()), destroyed with the runtime after every process has ended and every scheduler
+// thread has stopped (so an extension's destructor may not send or spawn). Looking one up takes
+// a short lock; cache the reference where it is hot. An exception from the constructor or from
+// attached() propagates and creates nothing.
 #pragma once
 
 #include <memory>
@@ -30,6 +32,13 @@ BEAMLET_BEGIN_NAMESPACE
 class runtime_extension {
  public:
   virtual ~runtime_extension() = default;
+
+  /// Called once, right after construction, with the runtime it belongs to (an extension that
+  /// needs the runtime keeps the reference; it outlives the extension).
+  virtual void attached(detail::runtime_core& rt) { (void)rt; }
+  /// Called by the runtime's shutdown once every process has ended, before any thread is
+  /// joined for good: flush what must be flushed (the logger writes its queue here).
+  virtual void stopping() noexcept {}
 
  protected:
   runtime_extension() = default;

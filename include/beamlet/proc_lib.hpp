@@ -83,8 +83,21 @@ inline after_clause<> start_timeout(const start_options& o) {
 }
 
 template <class Fn>
+class child_body_fn {
+ public:
+  /// process_info and crash reports name the user's body, not this wrapper.
+  using initial_call = typename initial_call_of<Fn>::type;
+  child_body_fn(Fn fn, starter st) : fn_(std::move(fn)), st_(st) {}
+  // The body object lives in the process until it ends, so the coroutine may use `this`.
+  task<> operator()(process& c) { co_await fn_(c, st_); }
+
+ private:
+  Fn fn_;
+  starter st_;
+};
+template <class Fn>
 auto child_body(Fn fn, starter st) {
-  return [fn = std::move(fn), st](process& c) mutable -> task<> { co_await fn(c, st); };
+  return child_body_fn<Fn>(std::move(fn), st);
 }
 
 template <class F>
@@ -126,6 +139,7 @@ task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   if (opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan) {
     // OTP 25 sync_start_link/2: {ack, Pid, Ret} or {'EXIT', Pid, Reason}, keyed on the pid.
     const pid child = self.spawn_link(child_body(std::move(fn), starter(self.self(), ref())));
+    set_waiting_for(self, "init ack from", child);
     auto m = co_await receive_on(self, ack_from(child), exit_from(child), start_timeout(opts));
     if (auto* a = m.template get_if<init_ack_message>()) co_return std::move(a->result);
     if (auto* e = m.template get_if<exit_message>()) co_return start_result::error(e->reason);
@@ -140,6 +154,7 @@ task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   const spawn_result sr = self.spawn_opt(child_body(std::move(fn), starter(self.self(), tag)),
                                          {.link = true, .monitor = true});
   const auto deadline = deadline_after(wait_now(self), opts.timeout);
+  set_waiting_for(self, "init ack from", sr.pid);
   auto m = co_await receive_on(self, since(tag), ack_tagged(tag), down_of(sr.monitor),
                                start_timeout(opts));
   if (auto* a = m.template get_if<init_ack_message>()) {
@@ -209,6 +224,7 @@ task<start_result> start(process& self, F&& body, start_options opts = {}) {
     return std::nullopt;
   };
   std::optional<start_result> r;
+  detail::set_waiting_for(self, "init ack from", sr.pid);
   if (scan) {
     r = done(co_await self.receive(detail::ack_from(sr.pid), detail::down_of(sr.monitor),
                                    detail::start_timeout(opts)));

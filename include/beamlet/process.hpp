@@ -28,6 +28,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -213,6 +214,7 @@ class basic_process {
  protected:
   friend struct detail::proc;
   friend detail::runtime_core* detail::runtime_of(const basic_process& p) noexcept;
+  friend void detail::set_waiting_for(basic_process&, const char*, pid) noexcept;
   basic_process(detail::proc* p, detail::runtime_core* rt, pid self) noexcept
       : p_(p), rt_(rt), self_(self) {}
   ~basic_process() = default;
@@ -308,6 +310,29 @@ inline clock_time wait_now(const process& self) noexcept {
   return self.now();
 }
 
+/// What a process's body is: its destructor, and the type that names the process's initial call
+/// in process_info and crash reports: Fn::initial_call when the callable names one (the
+/// behaviours do: a gen_server's body names the server class), else the callable's own type.
+struct body_descriptor {
+  void (*destroy)(void*) noexcept;
+  const std::type_info* initial_call;
+};
+template <class Fn>
+struct initial_call_of {
+  using type = Fn;
+};
+template <class Fn>
+  requires requires {
+    typename Fn::initial_call;
+  }
+struct initial_call_of<Fn> {
+  using type = typename Fn::initial_call;
+};
+template <class Fn>
+inline constexpr body_descriptor body_descriptor_of{
+    [](void* b) noexcept { static_cast<Fn*>(b)->~Fn(); },
+    &typeid(typename initial_call_of<Fn>::type)};
+
 template <class F>
 pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, ref* monitor_ref) {
   using Fn = std::decay_t<F>;
@@ -319,8 +344,12 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
   task<> t;
   try {
     Fn* fn = ::new (body_storage(p)) Fn(std::forward<F>(body));
-    set_body_destructor(p, [](void* b) noexcept { static_cast<Fn*>(b)->~Fn(); });
+    set_body_type(p, &body_descriptor_of<Fn>);
+    // The body's first frame is the child's, not the spawner's.
+    const std::int32_t spawner_frames = this_run.frame_bytes;
     t = (*fn)(process_of(p));
+    frame_counter(p)->store(this_run.frame_bytes - spawner_frames, std::memory_order_relaxed);
+    this_run.frame_bytes = spawner_frames;
   } catch (...) {
     discard_proc(p);
     throw;

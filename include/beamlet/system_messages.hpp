@@ -7,6 +7,9 @@
 // on<exit_message>().
 #pragma once
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include <beamlet/config.hpp>
@@ -25,6 +28,20 @@ struct down {
 struct exit_message {
   beamlet::pid from;  ///< the sender of the exit signal (the null pid: from outside)
   exit_reason reason;
+};
+
+/// What the system monitor (beamlet/system_monitor.hpp) sends its subscriber:
+/// {monitor, Pid, long_message_queue, Bool} and {monitor, Pid, long_schedule, Info} in OTP.
+struct monitor_alarm {
+  enum class kind : std::uint8_t {
+    long_message_queue,  ///< `on`: the queue crossed the enable mark; off: back under disable
+    long_schedule,       ///< the process ran `ran` without suspending
+  };
+  kind which;
+  beamlet::pid pid;
+  bool on = true;
+  std::size_t queue_len = 0;
+  std::chrono::nanoseconds ran{0};
 };
 
 BEAMLET_END_NAMESPACE

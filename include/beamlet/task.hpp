@@ -23,6 +23,7 @@
 // Thread-safety: a task is owned by one process and runs on one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,9 @@ struct run_context {
   /// Reductions left in this run (BEAM's budget). Every receive and every task awaited
   /// charges one; at zero the process yields at that co_await.
   int budget = 0;
+  /// Bytes of coroutine frames made (less those freed) in this run: the scheduler moves them to
+  /// the process's count when the run ends, so a frame costs a plain thread-local add.
+  std::int32_t frame_bytes = 0;
 };
 /// Defined here (constant-initialised) so that reading it is a plain TLS access.
 inline thread_local run_context this_run{};
@@ -73,8 +77,16 @@ std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexc
 
 class task_promise_base {
  public:
-  static void* operator new(std::size_t size) { return allocate(size); }
-  static void operator delete(void* p, std::size_t size) noexcept { deallocate(p, size); }
+  static void* operator new(std::size_t size) {
+    void* p = allocate(size);
+    count_frame(static_cast<std::int32_t>(size));
+    return p;
+  }
+  static void operator delete(void* p, std::size_t size) noexcept {
+    count_frame(-static_cast<std::int32_t>(size));
+    deallocate(p, size);
+  }
+  static void count_frame(std::int32_t delta) noexcept { this_run.frame_bytes += delta; }
 
   std::suspend_always initial_suspend() noexcept { return {}; }
 
@@ -210,7 +222,7 @@ T run_to_completion(task<T> t) {
     }
   } o{h, this_run};
   // No budget and no stack floor here: nothing may ask this thread to yield.
-  this_run = run_context{0, std::numeric_limits<int>::max()};
+  this_run = run_context{0, std::numeric_limits<int>::max(), 0};
   h.resume();
   if (!h.done()) throw std::logic_error("beamlet: a blocking operation suspended (use a mailbox)");
   return h.promise().take();

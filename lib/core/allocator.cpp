@@ -126,7 +126,8 @@ struct thread_cache {
 
 constinit thread_local thread_cache tls_cache{};
 
-void release_batch(std::size_t c, thread_cache::bin& b, std::uint32_t n) noexcept {
+[[gnu::noinline]] void release_batch(std::size_t c, thread_cache::bin& b,
+                                     std::uint32_t n) noexcept {
   free_block* head = b.head;
   free_block* last = head;
   for (std::uint32_t i = 1; i < n; ++i) last = last->next;
@@ -162,7 +163,7 @@ struct cache_cleaner {
   }
 };
 
-void register_cache(thread_cache& tc) {
+[[gnu::noinline]] void register_cache(thread_cache& tc) {
   thread_local cache_cleaner cleaner;
   (void)cleaner;
   central_state& cs = central();
@@ -171,8 +172,9 @@ void register_cache(thread_cache& tc) {
   tc.registered = true;
 }
 
-// Slow path: refill the bin of class c with a batch.
-void refill(std::size_t c, thread_cache::bin& b) {
+// Slow path: refill the bin of class c with a batch. Out of line, so that allocate()'s fast
+// path is a few instructions with no registers to save.
+[[gnu::noinline]] void refill(std::size_t c, thread_cache::bin& b) {
   central_class& cc = central().classes[c];
   const std::uint32_t want = batch_of(c);
   {
@@ -214,23 +216,27 @@ void refill(std::size_t c, thread_cache::bin& b) {
   }
 }
 
-}  // namespace
 
-void* allocate(std::size_t size) {
+// The slow paths: the thread's first block, large blocks, an empty bin.
+[[gnu::noinline]] void* allocate_slow(std::size_t size) {
   thread_cache& tc = tls_cache;
   if (!tc.registered) register_cache(tc);
-  tc.live.store(tc.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (size > max_small) return ::operator new(size);
+  if (size > max_small) {
+    void* p = ::operator new(size);
+    tc.live.store(tc.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return p;
+  }
   const std::size_t c = class_of(size);
   auto& b = tc.bins[c];
   if (b.head == nullptr) refill(c, b);
   free_block* fb = b.head;
   b.head = fb->next;
   --b.count;
+  tc.live.store(tc.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return fb;
 }
 
-void deallocate(void* p, std::size_t size) noexcept {
+[[gnu::noinline]] void deallocate_slow(void* p, std::size_t size) noexcept {
   thread_cache& tc = tls_cache;
   if (!tc.registered) {
     try {
@@ -250,6 +256,39 @@ void deallocate(void* p, std::size_t size) noexcept {
   fb->next = b.head;
   b.head = fb;
   if (++b.count > 2 * batch_of(c)) release_batch(c, b, batch_of(c));
+}
+
+}  // namespace
+
+// The fast paths touch only this thread's bin: no call, no register to save.
+void* allocate(std::size_t size) {
+  thread_cache& tc = tls_cache;
+  if (size <= max_small && tc.registered) [[likely]] {
+    auto& b = tc.bins[class_of(size)];
+    if (free_block* fb = b.head) [[likely]] {
+      b.head = fb->next;
+      --b.count;
+      tc.live.store(tc.live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return fb;
+    }
+  }
+  return allocate_slow(size);
+}
+
+void deallocate(void* p, std::size_t size) noexcept {
+  thread_cache& tc = tls_cache;
+  if (size <= max_small && tc.registered) [[likely]] {
+    const std::size_t c = class_of(size);
+    auto& b = tc.bins[c];
+    auto* fb = static_cast<free_block*>(p);
+    fb->next = b.head;
+    b.head = fb;
+    tc.live.store(tc.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    if (++b.count > 2 * batch_of(c)) [[unlikely]]
+      release_batch(c, b, batch_of(c));
+    return;
+  }
+  deallocate_slow(p, size);
 }
 
 std::int64_t live_blocks() noexcept {

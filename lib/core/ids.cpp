@@ -2,6 +2,7 @@
 #include <beamlet/receive.hpp>
 
 #include <ostream>
+#include <string_view>
 
 #include <boost/core/demangle.hpp>
 
@@ -25,13 +26,18 @@ std::ostream& operator<<(std::ostream& os, ref r) {
 
 namespace detail {
 std::string demangled_name(const std::type_info& t) {
-  return boost::core::demangle(t.name());
+  // The ABI namespace (beamlet/config.hpp) is noise in a report: beamlet::v0::x -> beamlet::x.
+  std::string s = boost::core::demangle(t.name());
+  static constexpr std::string_view abi = "beamlet::v0::";
+  for (std::size_t at = s.find(abi); at != std::string::npos; at = s.find(abi, at))
+    s.erase(at + 9, 4);
+  return s;
 }
 }  // namespace detail
 
 std::string any_message::type_name() const {
   if (node_ == nullptr) return {};
-  return boost::core::demangle(node_->type->type->name());
+  return detail::demangled_name(*node_->type->type);
 }
 
 BEAMLET_END_NAMESPACE

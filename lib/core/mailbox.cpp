@@ -2,6 +2,7 @@
 #include <beamlet/mailbox.hpp>
 #include <beamlet/runtime.hpp>
 
+#include "observation.hpp"
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 
@@ -12,6 +13,7 @@ external_handle open_external(runtime_core& rt) {
   proc* p = allocate_proc_for(rt, 0, 1, true);
   rt.acquire();
   rt.mailboxes.fetch_add(1);
+  rt.mailboxes_opened.fetch_add(1, std::memory_order_relaxed);
   return {p, &rt, p->id()};
 }
 
@@ -41,16 +43,18 @@ namespace {
 }
 
 // Waits until something is pushed or the deadline passes. False on timeout (inbox reopened).
+// Every way out of the wait is decided under the mutex, which is what lets process_info read a
+// waiting mailbox's lists while holding it.
 bool wait_for_push(proc* p, const receive_op& op) {
   std::unique_lock lock(p->wait_state().mu);
-  while (p->inbox.load(std::memory_order_acquire) == blocked_mark) {
+  while (p->inbox.load(std::memory_order_acquire) == inbox_word::blocked) {
     if (!op.has_timeout) {
       p->wait_state().cv.wait(lock);
     } else if (p->wait_state().cv.wait_until(lock, op.deadline) == std::cv_status::timeout) {
-      lock.unlock();
-      message_node* expected = blocked_mark;
+      std::uintptr_t expected = inbox_word::blocked;
       // Reopen the inbox ourselves; if a push won the race, take what it brought.
-      return !p->inbox.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+      return !p->inbox.compare_exchange_strong(expected, inbox_word::empty,
+                                               std::memory_order_acq_rel);
     }
   }
   return true;
@@ -60,6 +64,16 @@ bool wait_for_push(proc* p, const receive_op& op) {
 
 void receive_blocking(proc* p, receive_op& op) {
   if (p->state == run_state::dead) throw exit_exception(p->reason);
+  struct count_guard {
+    proc* p;
+    std::uint64_t before = messages_moved;
+    // The messages this receive moved into the queue, for the runtime's delivered counter
+    // (workers publish theirs between runs; see runtime_core.hpp).
+    ~count_guard() {
+      if (const std::uint64_t n = messages_moved - before; n != 0)
+        count(*p->rt(), &event_counters::delivered, n);
+    }
+  } counted{p};
   drain(p, drain_mode::until_kill);
   if (p->exiting) die(p);
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
@@ -70,8 +84,20 @@ void receive_blocking(proc* p, receive_op& op) {
     receive_op& op;
     ~end_guard() {
       if (op.since != 0) p->queue.clear_marker(op.since);
+      {
+        // p->op is what process_info reads (under the mutex) while the mailbox waits.
+        std::lock_guard lock(p->wait_state().mu);
+        p->op = nullptr;
+        p->wait_what = nullptr;
+      }
+      if ((p->rt()->monitor.active.load(std::memory_order_relaxed) & monitor_queue) != 0)
+        check_queue_alarm(p);
     }
   } guard{p, op};
+  {
+    std::lock_guard lock(p->wait_state().mu);
+    p->op = &op;
+  }
   if (op.scan(p->queue)) return;
   if (p->deferred != nullptr) {
     drain(p);
@@ -88,6 +114,8 @@ void receive_blocking(proc* p, receive_op& op) {
     }
     drain(p, drain_mode::until_kill);
     if (p->exiting) die(p);
+    if ((p->rt()->monitor.active.load(std::memory_order_relaxed) & monitor_queue) != 0)
+      check_queue_alarm(p);
     if (op.scan(p->queue)) return;
     if (p->deferred != nullptr) {
       drain(p);

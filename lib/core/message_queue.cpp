@@ -14,7 +14,7 @@ void message_queue::clear() noexcept {
   }
   head_.next = nullptr;
   tail_ = &head_;
-  size_ = 0;
+  size_.store(0, std::memory_order_relaxed);
   if (markers_ != nullptr) {
     deallocate(markers_, sizeof(marker) * marker_slots);
     markers_ = nullptr;
@@ -43,6 +43,8 @@ void message_queue::set_marker(std::uint64_t ref_value) noexcept {
   if (slot->ref == 0) ++markers_in_use_;
   slot->ref = ref_value;
   slot->position = tail_;
+  // A 32-bit clock: should it wrap, an eviction picks a younger marker, which costs a scan from
+  // the head, never a wrong result.
   slot->age = ++marker_clock_;
 }
 

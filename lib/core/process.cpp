@@ -16,6 +16,10 @@ proc::proc(runtime_core& r, std::uint32_t size) noexcept
 
 proc::~proc() {
   monitors.for_each([](std::uint64_t, monitor_entry& e) { delete e.name; });
+  if (timer != nullptr) {
+    timer->~timer_entry();
+    deallocate(timer, sizeof(timer_entry));
+  }
   if (external) wait_state().~external_wait();
 }
 
@@ -63,8 +67,12 @@ void* body_storage(proc* p) noexcept {
   return p->body_ptr();
 }
 
-void set_body_destructor(proc* p, void (*destroy)(void*) noexcept) noexcept {
-  p->destroy_body = destroy;
+void set_body_type(proc* p, const body_descriptor* d) noexcept {
+  p->body_type.store(d, std::memory_order_relaxed);
+}
+
+std::atomic<std::int32_t>* frame_counter(proc* p) noexcept {
+  return &p->frame_bytes;
 }
 
 process& process_of(proc* p) noexcept {
@@ -73,6 +81,7 @@ process& process_of(proc* p) noexcept {
 
 void discard_proc(proc* p) noexcept {
   pin guard(*p->rt());
+  p->rt()->discarded.fetch_add(1, std::memory_order_relaxed);
   exit_process(p, exit_reason::normal());
 }
 
@@ -82,6 +91,7 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
   p->body = body;
   p->resume_point = body;
   const pid id = p->id();
+  if (parent != nullptr) p->parent = parent->id();  // before publication: immutable after
   if (parent != nullptr) {
     // Set up before the child can run: spawn_link/spawn_monitor are atomic (no window in which
     // the child could die unobserved).
@@ -147,7 +157,7 @@ bool is_alive_in(runtime_core& rt, pid p) noexcept {
   if (!p) return false;
   pin guard(rt);
   proc* q = rt.table.lookup(p);
-  return q != nullptr && q->inbox.load(std::memory_order_acquire) != closed_mark;
+  return q != nullptr && q->inbox.load(std::memory_order_acquire) != inbox_word::closed;
 }
 
 clock::time_point now_in(const runtime_core& rt) noexcept {
@@ -240,6 +250,7 @@ void basic_process::exit(pid target, const exit_reason& reason) {
 }
 
 bool basic_process::trap_exit(bool on) noexcept {
+  p_->trap_flag.store(on, std::memory_order_relaxed);
   return std::exchange(p_->trap, on);
 }
 

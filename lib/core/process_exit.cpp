@@ -1,6 +1,10 @@
 // Ending a process (spec §2 rule 4, §3 rules 2 and 6, §9 rule 4).
+#include <algorithm>
+#include <typeinfo>
 #include <utility>
+#include <vector>
 
+#include "observation.hpp"
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 #include "signals.hpp"
@@ -84,9 +88,39 @@ void drop_own_monitors(proc* p) noexcept {
   p->monitors.clear();
 }
 
+// OTP's proc_lib crash report: who crashed, how, and in what state.
+void report_crash(proc* p, const std::type_info* initial_call) noexcept {
+  try {
+    runtime_core& rt = *p->rt();
+    log_event e;
+    e.level = log_level::error;
+    e.pid = p->id();
+    e.report = "crash_report";
+    e.registered_name = rt.names.name_of(p).value_or(std::string());
+    e.message = "process " + p->id().to_string() + " crashed: " + p->reason.to_string();
+    e.fields.emplace_back("initial_call",
+                          initial_call != nullptr ? demangled_name(*initial_call) : "undefined");
+    e.fields.emplace_back("pid", p->id().to_string());
+    e.fields.emplace_back("registered_name", e.registered_name.empty() ? "[]" : e.registered_name);
+    e.fields.emplace_back("error_info", p->reason.to_string());
+    e.fields.emplace_back("ancestors", named_list(rt, ancestors_of(rt, p)));
+    e.fields.emplace_back("message_queue_len", std::to_string(queue_length(p)));
+    std::vector<pid> links;
+    p->links.for_each([&](std::uint64_t serial, empty_value&) { links.emplace_back(serial); });
+    std::sort(links.begin(), links.end());
+    e.fields.emplace_back("links", pid_list(links));
+    e.fields.emplace_back("trap_exit", p->trap ? "true" : "false");
+    e.fields.emplace_back("reductions",
+                          std::to_string(p->reductions_done.load(std::memory_order_relaxed)));
+    emit_event(rt, std::move(e));
+  } catch (...) {
+    // Out of memory building the report: the process still ends.
+  }
+}
+
 }  // namespace
 
-void exit_process(proc* p, exit_reason reason) noexcept {
+void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   runtime_core& rt = *p->rt();
   p->exiting = true;
   p->reason = std::move(reason);
@@ -99,19 +133,26 @@ void exit_process(proc* p, exit_reason reason) noexcept {
     p->body.destroy();
     p->body = {};
   }
-  if (p->destroy_body != nullptr) {
-    p->destroy_body(p->body_ptr());
-    p->destroy_body = nullptr;
+  const std::type_info* initial_call = nullptr;  // for the crash report
+  // Only this thread writes body_type (process_info reads it): a load and a store, no exchange.
+  if (const body_descriptor* b = p->body_type.load(std::memory_order_relaxed)) {
+    p->body_type.store(nullptr, std::memory_order_relaxed);
+    initial_call = b->initial_call;
+    b->destroy(p->body_ptr());
   }
   if (p->timer_armed) {
-    rt.timers.cancel(&p->timer);
+    rt.timers.cancel(p->timer);
     p->timer_armed = false;
   }
+  if (cause == exit_cause::own && !p->reason.is_clean() && !p->external &&
+      report_enabled(rt, log_level::error))
+    report_crash(p, initial_call);
+  if (p->queue_alarm.load(std::memory_order_relaxed)) alarm_queue(p, false);
 
   // 2. Close the inbox: from now on every push fails, so nothing can be left behind in it.
   //    What was held back by drain(until_kill) is older than what is still in the inbox.
   settle(p, std::exchange(p->deferred, nullptr));
-  settle(p, in_arrival_order(p->inbox.exchange(closed_mark, std::memory_order_seq_cst)));
+  settle(p, in_arrival_order(p->inbox.exchange(inbox_word::closed, std::memory_order_seq_cst)));
   p->queue.clear();
   // Timers aimed at a dead process would only be dropped when they fire: cancel them now, as
   // BEAM does. The flag is read after the inbox is closed (see timer_service::send_after).
@@ -119,6 +160,9 @@ void exit_process(proc* p, exit_reason reason) noexcept {
 
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.
   rt.names.release(p);
+
+  // Counted before anyone learns of the death: whoever got the DOWN sees it in the metrics.
+  count_exit(rt, p->reason);
 
   // 4. Links and watchers.
   signal_links(p);

@@ -12,6 +12,7 @@ BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 class worker;
+struct event_counters;
 
 // -- delivery (any thread; the caller must be pinned) ---------------------------------------------
 
@@ -35,19 +36,30 @@ enum class drain_mode {
 /// delivered first (per-pair order), so a receive they satisfy completes, and the process dies
 /// at its next suspension point. This is what makes a non-trapping starter die *after*
 /// start_link has returned the {error, R} its child acked (spec §4.1 rule 3).
-void drain(proc* p, drain_mode mode = drain_mode::all);
+void drain_arrivals(proc* p, drain_mode mode);
+/// (Inline: most calls find nothing to do, and should not pay for a call that saves six
+/// registers to learn it.)
+inline void drain(proc* p, drain_mode mode = drain_mode::all) {
+  if (p->deferred != nullptr || p->inbox.load(std::memory_order_relaxed) != inbox_word::empty)
+    drain_arrivals(p, mode);
+}
 /// Parks p in its current receive unless something arrived. True when parked: from then on
 /// another thread may own p.
 inline bool try_block(proc* p) noexcept {
-  message_node* expected = nullptr;
-  return p->inbox.compare_exchange_strong(expected, blocked_mark, std::memory_order_acq_rel,
+  std::uintptr_t expected = inbox_word::empty;
+  return p->inbox.compare_exchange_strong(expected, inbox_word::blocked, std::memory_order_acq_rel,
                                           std::memory_order_acquire);
 }
 /// Runs p for one scheduling slot on worker `w`.
 void run_process(worker& w, proc* p);
+/// Why a process ends: by itself (its body returned or threw, or it co_awaited exit), which gets
+/// a crash report when the reason is abnormal (as OTP's proc_lib writes one), or because of an
+/// exit signal or the runtime's shutdown, which does not.
+enum class exit_cause : std::uint8_t { own, signal };
+
 /// Ends p with `reason`: destroys its frames, closes its inbox, releases its name, signals its
 /// links and watchers, drops its own monitors and retires its memory.
-void exit_process(proc* p, exit_reason reason) noexcept;
+void exit_process(proc* p, exit_reason reason, exit_cause cause = exit_cause::signal) noexcept;
 /// Removes one of p's own monitors (ref `r`) from its target's watcher set.
 void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept;
 /// allocate_proc() for a coroutine process (external = false) or a mailbox.
@@ -55,6 +67,15 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
                         bool external);
 /// Delivers a message to p itself (after anything already in its inbox).
 void self_deliver(proc* p, message_node* n) noexcept;
+/// The process running on this thread (null outside a process run).
+proc* running_proc() noexcept;
+/// This thread's record of the process it runs (for other threads: see worker::running_slot).
+const std::atomic<proc*>* running_slot() noexcept;
+
+// -- counters (runtime_stats) -------------------------------------------------------------------
+
+// count(rt, field, n) is inline in runtime_core.hpp.
+void count_exit(runtime_core& rt, const exit_reason& reason) noexcept;
 
 }  // namespace detail
 BEAMLET_END_NAMESPACE

@@ -1,6 +1,10 @@
 // Inbox delivery and signal handling (spec §1.1, §2, §3).
+#include <cassert>
 #include <utility>
 
+#include <cstdlib>
+
+#include "observation.hpp"
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 #include "signals.hpp"
@@ -99,21 +103,55 @@ bool handle_signal(proc* p, message_node* n) {
   return false;
 }
 
-}  // namespace
-
-bool push(proc* p, message_node* n) noexcept {
-  message_node* old = p->inbox.load(std::memory_order_relaxed);
+// push() past max_count undrained nodes (a pathological backlog): the word's count stays
+// saturated and the surplus is counted in inbox_overflow, which the owner takes back when it
+// drains, so queue lengths stay exact.
+bool push_saturated(proc* p, message_node* n) noexcept {
+  namespace w = inbox_word;
+  const auto addr = reinterpret_cast<std::uintptr_t>(n);
+  p->inbox_overflow.fetch_add(1, std::memory_order_relaxed);
+  std::uintptr_t old = p->inbox.load(std::memory_order_relaxed);
   for (;;) {
-    if (old == closed_mark) {
+    if (old == w::closed) {
+      p->inbox_overflow.fetch_sub(1, std::memory_order_relaxed);
       destroy_node(n);
       return false;
     }
-    n->next = (old == blocked_mark) ? nullptr : old;
-    if (p->inbox.compare_exchange_weak(old, n, std::memory_order_acq_rel,
-                                       std::memory_order_relaxed))
+    // A drain may have reset the count meanwhile: then this message counts in the word.
+    const bool saturated = w::count(old) == w::max_count;
+    n->next = w::link_of(old);
+    const std::uintptr_t count = saturated ? w::max_count : w::count(old) + 1;
+    if (p->inbox.compare_exchange_weak(old, addr | (count << w::count_shift),
+                                       std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      if (!saturated) p->inbox_overflow.fetch_sub(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  if (old == w::blocked) wake(p);
+  return true;
+}
+
+}  // namespace
+
+bool push(proc* p, message_node* n) noexcept {
+  namespace w = inbox_word;
+  const auto addr = reinterpret_cast<std::uintptr_t>(n);
+  assert((addr & ~w::pointer_mask) == 0);  // user-space addresses fit in 48 bits
+  std::uintptr_t old = p->inbox.load(std::memory_order_relaxed);
+  for (;;) {
+    if (old == w::closed) {
+      destroy_node(n);
+      return false;
+    }
+    if (old >= w::saturated) [[unlikely]]
+      return push_saturated(p, n);
+    n->next = w::link_of(old);  // a mark (or null) ends the chain
+    if (p->inbox.compare_exchange_weak(old, addr | ((old & ~w::pointer_mask) + w::one),
+                                       std::memory_order_acq_rel, std::memory_order_relaxed))
       break;
   }
-  if (old == blocked_mark) wake(p);
+  // Only the push that ends a park reschedules; over an inspection the inspector does it.
+  if (old == w::blocked) wake(p);
   return true;
 }
 
@@ -146,10 +184,16 @@ bool kills(proc* p, message_node* n) {
 
 // Takes the inbox (newest first) and returns it in arrival order, after any deferred chain.
 message_node* take_arrivals(proc* p) {
-  message_node* chain = nullptr;
-  if (p->inbox.load(std::memory_order_relaxed) != nullptr)
-    chain = p->inbox.exchange(nullptr, std::memory_order_acquire);
-  message_node* first = in_arrival_order(chain);
+  std::uintptr_t word = inbox_word::empty;
+  if (p->inbox.load(std::memory_order_relaxed) != inbox_word::empty)
+    word = p->inbox.exchange(inbox_word::empty, std::memory_order_acquire);
+  message_node* first = in_arrival_order(word);
+  if (inbox_word::count(word) == inbox_word::max_count) [[unlikely]] {
+    // A saturated count: the nodes beyond it were counted in inbox_overflow; take them back.
+    std::int64_t nodes = 0;
+    for (message_node* n = first; n != nullptr; n = n->next) ++nodes;
+    p->inbox_overflow.fetch_sub(nodes - inbox_word::max_count, std::memory_order_relaxed);
+  }
   if (p->deferred == nullptr) return first;
   message_node* head = std::exchange(p->deferred, nullptr);
   message_node* last = head;
@@ -160,19 +204,21 @@ message_node* take_arrivals(proc* p) {
 
 }  // namespace
 
-void drain(proc* p, drain_mode mode) {
-  if (p->deferred == nullptr && p->inbox.load(std::memory_order_relaxed) == nullptr) return;
+void drain_arrivals(proc* p, drain_mode mode) {
   message_node* first = take_arrivals(p);
   // Consecutive messages are appended as one chain; a signal flushes the chain first so any
   // message the signal produces (EXIT, DOWN) keeps its place in arrival order.
   message_node* run_first = nullptr;
   message_node* run_last = nullptr;
   std::size_t run_count = 0;
+  std::size_t run_bytes = 0;
   auto flush_run = [&] {
     if (run_first != nullptr) {
-      p->queue.append(run_first, run_last, run_count);
+      p->queue.append(run_first, run_last, run_count, run_bytes);
+      messages_moved += run_count;
       run_first = run_last = nullptr;
       run_count = 0;
+      run_bytes = 0;
     }
   };
   for (message_node* n = first; n != nullptr;) {
@@ -187,6 +233,7 @@ void drain(proc* p, drain_mode mode) {
           run_last->next = n;
         run_last = n;
         ++run_count;
+        run_bytes += n->type->node_size;
       }
     } else {
       flush_run();

@@ -3,10 +3,15 @@
 //
 // Who touches what:
 //  * `inbox` is the only field other threads write. It is a lock-free LIFO stack of nodes whose
-//    head also encodes the process state for senders: `blocked_mark` (the owner is parked in a
-//    receive; the sender that replaces the mark must reschedule it) and `closed_mark` (the
-//    process has exited; pushes fail). One CAS per send covers delivery, wake-up detection and
-//    the dead-process check.
+//    head word also encodes the process state for senders: `blocked` (the owner is parked in a
+//    receive; the sender that replaces the mark must reschedule it), `closed` (the process has
+//    exited; pushes fail) and `inspected` (parked, and being read by process_info: a push does
+//    not reschedule, the inspector does when it is done). One CAS per send covers delivery,
+//    wake-up detection, the dead-process check and counting: the word's high 16 bits hold the
+//    number of nodes in the chain, so the length of the not-yet-drained part of a mailbox is
+//    known without walking it.
+//  * The counters a process_info reads from any thread (`received`, `reductions`,
+//    `queue_bytes`...) are atomics written by the owner with plain relaxed stores.
 //  * `watchers` (the monitors other processes hold on this one) are guarded by
 //    `watchers_lock`, so monitor/demonitor never wake the target and the exit fan-out takes the
 //    lock once for all watchers.
@@ -35,19 +40,46 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-inline message_node* const blocked_mark = reinterpret_cast<message_node*>(std::uintptr_t{1});
-inline message_node* const closed_mark = reinterpret_cast<message_node*>(std::uintptr_t{2});
+/// The inbox word (see the header comment). Node addresses fit in 48 bits on the platforms
+/// beamlet supports (x86-64 and AArch64 user space); push() checks it.
+namespace inbox_word {
+inline constexpr std::uintptr_t empty = 0;
+inline constexpr std::uintptr_t blocked = 1;
+inline constexpr std::uintptr_t closed = 2;
+inline constexpr std::uintptr_t inspected = 3;
+inline constexpr int count_shift = 48;
+inline constexpr std::uintptr_t pointer_mask = (std::uintptr_t{1} << count_shift) - 1;
+inline constexpr std::uint32_t max_count = 0xFFFF;
+/// One more node in the word's count.
+inline constexpr std::uintptr_t one = std::uintptr_t{1} << count_shift;
+/// Words at or above this hold a saturated count.
+inline constexpr std::uintptr_t saturated = std::uintptr_t{max_count} << count_shift;
 
-inline bool is_mark(const message_node* n) noexcept {
-  return reinterpret_cast<std::uintptr_t>(n) <= 2;
+/// True for the marks (and empty): no chain.
+constexpr bool is_mark(std::uintptr_t w) noexcept {
+  return (w & pointer_mask) <= inspected;
 }
+/// The word without its count: the newest node of the chain, or a mark. A push links its node
+/// to this as it is (so the oldest node of a chain points at a mark, not at null).
+inline message_node* link_of(std::uintptr_t w) noexcept {
+  return reinterpret_cast<message_node*>(w & pointer_mask);
+}
+/// True for the marks and null: the end of a chain.
+inline bool chain_end(const message_node* n) noexcept {
+  return reinterpret_cast<std::uintptr_t>(n) <= inspected;
+}
+/// Nodes in the chain (saturates at max_count). Signals count too: an exact message count
+/// would cost every send a look at the node's type, and signals in flight are few.
+constexpr std::uint32_t count(std::uintptr_t w) noexcept {
+  return static_cast<std::uint32_t>(w >> count_shift);
+}
+}  // namespace inbox_word
 
-/// The inbox is a stack (newest first): returns the chain taken from it in arrival order. A
-/// mark (or null) stands for no messages.
-inline message_node* in_arrival_order(message_node* newest_first) noexcept {
-  if (is_mark(newest_first)) return nullptr;
+/// The inbox is a stack (newest first): returns the chain taken from it in arrival order.
+inline message_node* in_arrival_order(std::uintptr_t word) noexcept {
+  message_node* newest_first = inbox_word::link_of(word);
   message_node* first = nullptr;
-  while (newest_first != nullptr) {
+  while (!inbox_word::chain_end(newest_first)) {
     message_node* next = newest_first->next;
     newest_first->next = first;
     first = newest_first;
@@ -91,7 +123,7 @@ struct proc {
   proc& operator=(const proc&) = delete;
 
   // -- written by other threads ------------------------------------------------------------------
-  std::atomic<message_node*> inbox{nullptr};
+  std::atomic<std::uintptr_t> inbox{inbox_word::empty};
 
   // -- immutable after publication: the handle passed to the body, which also carries the pid
   // and the runtime (sent-to processes are looked up by pid, so this stays on the hot line) ---
@@ -114,6 +146,16 @@ struct proc {
   std::coroutine_handle<> resume_point;
   message_queue queue;
   message_node* deferred = nullptr;  ///< signals held back by drain(until_kill), in order
+  // Read by process_info from any thread, written by the owner with relaxed stores: next to
+  // the queue's counters, on a line a run touches anyway.
+  std::atomic<bool> trap_flag{false};             ///< mirror of `trap`
+  std::atomic<bool> queue_alarm{false};           ///< a long_message_queue alarm is on
+  std::atomic<std::int32_t> frame_bytes{0};       ///< coroutine frames it holds
+  std::atomic<std::uint64_t> reductions_done{0};  ///< reductions spent, all runs
+  /// What the current (or next) receive waits for (set_waiting_for; cleared as a receive
+  /// ends). Owner only; process_info reads it, as `op`, while the process is parked.
+  const char* wait_what = nullptr;
+  pid wait_who;
   id_table<monitor_entry> monitors;  ///< this process's monitors on others, by ref
   id_table<empty_value> links;       ///< linked pids
   std::coroutine_handle<task_promise<void>> body;
@@ -122,19 +164,30 @@ struct proc {
   // -- guarded by watchers_lock ------------------------------------------------------------------
   spinlock watchers_lock;
   bool watchers_closed = false;
-  watcher_set watchers;
-
-  // -- registry (reg_name under the registry mutex) ----------------------------------------------
-  std::atomic<reg_state> registration{reg_state::open};
-  const std::string* reg_name = nullptr;
-
-  // -- cold --------------------------------------------------------------------------------------
+  // (two fields of other groups, in the padding)
+  std::atomic<reg_state> registration{reg_state::open};  ///< see the registry group below
   /// Set (never cleared) once a send_after timer was aimed at this process: its exit then
   /// cancels those timers (timer_service::cancel_aimed_at).
   std::atomic<bool> timers_aimed{false};
+  watcher_set watchers;
+
+  // -- registry (reg_name under the registry mutex) ----------------------------------------------
+  const std::string* reg_name = nullptr;
+
+  // -- read by process_info from any thread; written by the owner (relaxed) or at spawn --------
+  pid parent;  ///< who spawned it (null: an outside thread)
+
+  // -- cold --------------------------------------------------------------------------------------
   std::uint32_t alloc_size;
-  void (*destroy_body)(void*) noexcept = nullptr;
-  timer_entry timer;  ///< the receive timeout, armed while blocked in a receive with `after`
+  /// Messages pushed while the inbox word's count was saturated (more than max_count not yet
+  /// drained: a pathological backlog), so queue lengths stay exact; the owner takes them back
+  /// when it drains. Touched only past saturation, never on an ordinary send.
+  std::atomic<std::int64_t> inbox_overflow{0};
+  /// The body's type: its destructor, and its name for process_info's initial call.
+  std::atomic<const body_descriptor*> body_type{nullptr};
+  /// The receive timeout, armed while blocked in a receive with `after`; made on first use
+  /// (most processes never wait with a timeout).
+  timer_entry* timer = nullptr;
 
   /// The body (a copy of the callable) follows the process in the same allocation, at
   /// proc_body_offset.

@@ -36,7 +36,10 @@ void process_table::insert(proc* p, pid& out) {
   for (;;) {
     const std::uint64_t serial = next_serial_.fetch_add(1, std::memory_order_relaxed);
     std::atomic<proc*>& slot = slots_[serial & mask_];
-    if (slot.load(std::memory_order_relaxed) != nullptr) continue;
+    if (slot.load(std::memory_order_relaxed) != nullptr) {
+      skipped_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     out = pid(serial);
     proc* expected = nullptr;
     if (slot.compare_exchange_strong(expected, p, std::memory_order_seq_cst)) return;

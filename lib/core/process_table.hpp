@@ -45,14 +45,24 @@ class process_table {
   void prefetch_slot(pid id) const noexcept { __builtin_prefetch(&slots_[id.serial() & mask_]); }
 
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+  /// Processes ever inserted (serials handed out, less those skipped): what the spawn and exit
+  /// counters are derived from, so that a spawn counts nothing itself.
+  std::uint64_t inserted() const noexcept {
+    return next_serial_.load(std::memory_order_relaxed) - 1 -
+           skipped_.load(std::memory_order_relaxed);
+  }
   std::size_t capacity() const noexcept { return mask_ + 1; }
   std::size_t limit() const noexcept { return limit_; }
 
-  /// Calls f(proc*) for every published process. Only meaningful when processes are not being
-  /// created or destroyed concurrently (shutdown); the caller must be pinned.
+  /// Calls f(proc*) for every published process; the caller must be pinned. Processes created
+  /// or ended meanwhile may or may not be seen. Serials are handed out in order, so until they
+  /// wrap around the array only the slots below the next serial were ever used: a pass costs
+  /// in proportion to the processes spawned so far, not to the capacity.
   template <class F>
   void for_each(F&& f) const {
-    for (std::size_t i = 0; i <= mask_; ++i)
+    const std::uint64_t next = next_serial_.load(std::memory_order_acquire);
+    const std::size_t end = next > mask_ ? mask_ + 1 : static_cast<std::size_t>(next);
+    for (std::size_t i = 0; i < end; ++i)
       if (proc* p = slots_[i].load(std::memory_order_acquire)) f(p);
   }
 
@@ -63,6 +73,7 @@ class process_table {
   std::size_t bytes_;
   std::atomic<std::uint64_t> next_serial_{1};
   std::atomic<std::size_t> count_{0};
+  std::atomic<std::uint64_t> skipped_{0};  ///< serials passed over (their slot was taken)
 };
 
 }  // namespace detail

@@ -62,6 +62,13 @@ std::vector<std::string> registry::names() const {
   return out;
 }
 
+std::vector<std::pair<std::string, pid>> registry::entries() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, pid>> out(names_.begin(), names_.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::optional<std::string> registry::name_of(const proc* p) const {
   if (p == nullptr || p->registration.load(std::memory_order_acquire) != reg_state::named)
     return std::nullopt;

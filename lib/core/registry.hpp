@@ -9,6 +9,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <beamlet/ids.hpp>
@@ -25,6 +26,8 @@ class registry {
   std::error_code unregister_name(std::string_view name, const process_table& table);
   std::optional<pid> whereis(std::string_view name) const;
   std::vector<std::string> names() const;
+  /// Every (name, pid), sorted by name.
+  std::vector<std::pair<std::string, pid>> entries() const;
   std::optional<std::string> name_of(const proc* p) const;
   /// The process is exiting: drop its name and refuse later registrations.
   void release(proc* p) noexcept;

@@ -93,13 +93,23 @@ void runtime_core::retire(proc* p) noexcept {
 }
 
 runtime_extension& extension_slot(runtime_core& rt, const void* key, extension_factory make) {
-  std::lock_guard lock(rt.extensions_mu_);
+  std::lock_guard lock(rt.extensions_mu_);  // recursive: attached() may look up others
   for (auto& [k, e] : rt.extensions_)
     if (k == key) return *e;
   std::unique_ptr<runtime_extension> made = make();
+  made->attached(rt);
   runtime_extension& ref = *made;
   rt.extensions_.emplace_back(key, std::move(made));
   return ref;
+}
+
+void runtime_core::stop_extensions() noexcept {
+  std::vector<runtime_extension*> all;
+  {
+    std::lock_guard lock(extensions_mu_);
+    for (auto& [k, e] : extensions_) all.push_back(e.get());
+  }
+  for (runtime_extension* e : all) e->stopping();
 }
 
 void runtime_core::shutdown() {
@@ -150,6 +160,7 @@ void runtime_core::shutdown() {
             make_node<exit_signal>(exit_tag, exit_signal{pid(), exit_reason::shutdown(), false}));
   }
   sched.clear_queues();
+  stop_extensions();
   // Free what no outside thread can still reach; the rest goes with the last reference.
   epoch.try_advance();
   epoch.try_advance();
@@ -165,6 +176,13 @@ runtime::runtime() : runtime(runtime_options{}) {}
 
 runtime::runtime(runtime_options options) : core_(new detail::runtime_core(options)) {
   core_->start();
+  try {
+    detail::runtime_started(*this);
+  } catch (...) {
+    core_->shutdown();
+    core_.release()->release();
+    throw;
+  }
 }
 
 runtime::~runtime() {

@@ -58,13 +58,40 @@ class runtime_core {
 
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};
+
+  // -- observation (lib/core/observation.cpp)
+  // ------------------------------------------------------
+  /// The least severe level the event sink takes, -1 with no sink: the one load that decides
+  /// whether an event is built at all.
+  std::atomic<int> event_level{-1};
+  /// The same for reports: -1 when reports are off.
+  std::atomic<int> report_level{-1};
+  std::mutex sink_mu;
+  std::shared_ptr<event_sink> sink;
+  /// The system monitor's thresholds; 0 means off. `active` says which alarms are on
+  /// (monitor_queue, monitor_schedule): a run loads it once, so an unused monitor costs a run
+  /// one relaxed load and a send nothing.
+  struct monitor_state {
+    std::atomic<std::uint8_t> active{0};
+    std::atomic<std::size_t> long_queue_enable{0};
+    std::atomic<std::size_t> long_queue_disable{0};
+    std::atomic<std::int64_t> long_schedule_ns{0};
+    std::atomic<std::uint64_t> subscriber{0};
+  } monitor;
   /// Open mailboxes (outside-thread processes), so shutdown knows how many processes it need
   /// not wait for without scanning the table.
   std::atomic<std::size_t> mailboxes{0};
+  /// Mailboxes ever opened, and processes allocated but never started (their body's copy
+  /// threw): with the table's insert count they give the spawn and exit totals.
+  std::atomic<std::uint64_t> mailboxes_opened{0};
+  std::atomic<std::uint64_t> discarded{0};
+  /// Events counted on threads that are not this runtime's workers (atomic adds).
+  event_counters outside_counters;
 
  private:
   friend runtime_extension& extension_slot(runtime_core&, const void*, extension_factory);
-  std::mutex extensions_mu_;
+  void stop_extensions() noexcept;
+  std::recursive_mutex extensions_mu_;
   std::vector<std::pair<const void*, std::unique_ptr<runtime_extension>>> extensions_;
   std::atomic<std::uint32_t> refs_{1};
   std::mutex shutdown_mu_;  // one shutdown runs; concurrent callers wait for it
@@ -83,6 +110,37 @@ class pin {
  private:
   std::optional<epoch_domain::outside_guard> guard_;
 };
+
+/// The counter cell of the worker thread running now (null elsewhere), set by scheduler::run.
+struct thread_counters {
+  const runtime_core* rt = nullptr;
+  event_counters* cell = nullptr;
+};
+inline thread_local thread_counters this_thread_counters{};
+
+/// Adds to a counter of runtime `rt` in this thread's cell: the worker's own, bumped without a
+/// read-modify-write, or the runtime's shared cell on other threads.
+inline void count(runtime_core& rt, std::atomic<std::uint64_t> event_counters::*field,
+                  std::uint64_t n = 1) noexcept {
+  const thread_counters& t = this_thread_counters;
+  if (t.rt == &rt) {
+    auto& c = t.cell->*field;  // only this worker writes its cell
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  } else {
+    (rt.outside_counters.*field).fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
+/// Messages this thread has moved from inboxes into queues (drain), ever. A plain thread-local
+/// add per batch is all a receive pays for the runtime's delivered counter: each worker
+/// publishes its own total into its counter cell between runs (scheduler.cpp), and a mailbox
+/// adds what its receive moved (mailbox.cpp).
+inline thread_local std::uint64_t messages_moved = 0;
+
+/// Called by every runtime's constructor once its threads run, before it is returned: the
+/// library's top layer installs its defaults here (the logger, lib/observe/startup.cpp). The
+/// core declares it and never includes the layer that defines it.
+void runtime_started(runtime& rt);
 
 }  // namespace detail
 BEAMLET_END_NAMESPACE

@@ -35,6 +35,12 @@ constexpr std::uint64_t quiescent_interval = 16;
 // Spin rounds before parking; each round looks for work everywhere.
 constexpr int spin_rounds = 64;
 
+// Makes this worker's thread-local tallies visible to stats_of (between runs, before parking
+// and when the worker stops): a runs's counting stays a plain thread-local add.
+void publish_counters(worker& w) noexcept {
+  w.counters.delivered.store(messages_moved, std::memory_order_relaxed);
+}
+
 std::uint64_t xorshift(std::uint64_t& s) noexcept {
   s ^= s << 13;
   s ^= s >> 7;
@@ -245,6 +251,7 @@ void scheduler::after_run(worker& w) {
     if (w.ring.size() > 0) notify_one();
   }
   if (w.ticks % quiescent_interval == 0) {
+    publish_counters(w);
     rt_.epoch.enter(w.rec);  // quiescent state: holds no process pointer between runs
     if (!w.retired.empty()) {
       rt_.epoch.try_advance();
@@ -255,6 +262,7 @@ void scheduler::after_run(worker& w) {
 }
 
 void scheduler::park(worker& w) {
+  publish_counters(w);
   // Spin first: a reply or a wake-up often comes within microseconds, and a futex round trip
   // costs more than that.
   spinning_.fetch_add(1, std::memory_order_relaxed);
@@ -293,6 +301,8 @@ void scheduler::park(worker& w) {
 
 void scheduler::run(worker& w) {
   tls_worker = &w;
+  w.running_slot.store(running_slot(), std::memory_order_release);
+  this_thread_counters = thread_counters{&rt_, &w.counters};
   rt_.epoch.enter(w.rec);
   while (!stopping_.load(std::memory_order_relaxed)) {
     proc* p = next(w);
@@ -308,8 +318,10 @@ void scheduler::run(worker& w) {
     run_process(w, p);
     after_run(w);
   }
+  publish_counters(w);
   rt_.epoch.leave(w.rec);
   tls_worker = nullptr;
+  this_thread_counters = thread_counters{};
 }
 
 std::size_t scheduler::queued() const noexcept {

@@ -36,6 +36,14 @@ class runtime_core;
 class scheduler;
 struct proc;
 
+/// Counters of events on one thread (a worker's, or the shared cell for outside threads):
+/// exits by class (shutdown, killed, other: a normal exit counts nothing, the total of exits
+/// being known from the process table), messages moved into queues.
+struct event_counters {
+  std::atomic<std::uint64_t> exits[3]{};
+  std::atomic<std::uint64_t> delivered{0};
+};
+
 class worker {
  public:
   worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept : sched(s), index(i), rec(r) {}
@@ -54,6 +62,13 @@ class worker {
   std::uint64_t rng;
   std::atomic<std::uint32_t> sleep_word{0};
   std::thread thread;
+  /// Written by this worker only (load + store); read by stats_of from any thread. On a line
+  /// of its own: the fields above are read and written by the other workers (stealing,
+  /// waking), and a counter sharing their line would make every bump a false-sharing miss.
+  alignas(64) event_counters counters;
+  /// Where this worker's thread keeps the process it is running (process_run.cpp), which is
+  /// how process_info tells running from runnable without a run paying for a flag of its own.
+  std::atomic<const std::atomic<proc*>*> running_slot{nullptr};
 
   /// Queues `p` behind this worker's other runnable processes.
   void push_back(proc* p);
@@ -75,7 +90,7 @@ class scheduler {
   /// Stops and joins the workers. Processes still queued are not run again.
   void stop() noexcept;
 
-  /// Makes a process runnable after a wake-up (a push replaced blocked_mark).
+  /// Makes a process runnable after a wake-up (a push replaced the blocked mark).
   void wake(proc* p);
   /// Makes a newly spawned process runnable.
   void spawned(proc* p);
@@ -84,6 +99,14 @@ class scheduler {
   runtime_core& rt() noexcept { return rt_; }
   /// Processes queued anywhere (approximate; for shutdown bookkeeping and tests).
   std::size_t queued() const noexcept;
+  /// Calls f(const worker&) for each worker (for statistics; racy reads only).
+  template <class F>
+  void for_each_worker(F&& f) const {
+    for (const auto& w : workers_) f(*w);
+  }
+  std::size_t global_queued() const noexcept {
+    return global_size_.load(std::memory_order_relaxed);
+  }
   /// Drops every queued entry without running it (after stop()).
   void clear_queues() noexcept;
 

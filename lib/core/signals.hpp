@@ -34,8 +34,9 @@ struct timeout_signal {
 };
 
 template <class T, signal_kind K>
-inline constexpr type_descriptor signal_type{&destroy_typed<T>, &typeid(T), node_kind::signal,
-                                             static_cast<std::uint8_t>(K)};
+inline constexpr type_descriptor signal_type{&destroy_typed<T>, &typeid(T),
+                                             node_kind::signal, static_cast<std::uint8_t>(K),
+                                             nullptr,           sizeof(typed_node<T>)};
 
 inline constexpr const type_descriptor* link_tag = &signal_type<link_signal, signal_kind::link>;
 inline constexpr const type_descriptor* unlink_tag =

@@ -185,7 +185,7 @@ void timer_service::unlink_target_locked(send_after_entry* e) noexcept {
 ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
   pin guard(rt_);
   proc* target = to ? rt_.table.lookup(to) : nullptr;
-  if (target == nullptr || target->inbox.load(std::memory_order_seq_cst) == closed_mark) {
+  if (target == nullptr || target->inbox.load(std::memory_order_seq_cst) == inbox_word::closed) {
     // BEAM cancels a timer aimed at a pid that is not alive at once.
     destroy_node(msg);
     return ref(rt_.new_ref());
@@ -224,7 +224,8 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
     }
     if (e->heap_index == 0) request_rearm(e->deadline);
   }
-  if (target->inbox.load(std::memory_order_seq_cst) == closed_mark) (void)cancel_send_after(ref(r));
+  if (target->inbox.load(std::memory_order_seq_cst) == inbox_word::closed)
+    (void)cancel_send_after(ref(r));
   return ref(r);
 }
 

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "reports.hpp"
 #include "supervision.hpp"
 #include "term.hpp"
 
@@ -85,6 +86,8 @@ sup_error error_of(sup_errc code) {
 
 class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
  public:
+  using initial_call = beamlet::dynamic_supervisor;  // what process_info and reports call it
+
   dynamic_supervisor_server(dynamic_supervisor_init_fn init, ack_wait wait)
       : init_fn_(std::move(init)), wait_(wait) {}
 
@@ -110,6 +113,12 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
   dynamic_supervisor_flags flags_;
   children_t children_;
   restart_window window_;
+  supervisor_registration stats_;
+
+  void report(std::string_view context, const exit_reason& reason, const child_spec& spec,
+              pid child) {
+    supervisor_report(self(), "dynamic_supervisor", context, reason.to_string(), spec, child);
+  }
 };
 
 gen::init_result dynamic_supervisor_server::init() {
@@ -121,11 +130,13 @@ gen::init_result dynamic_supervisor_server::init() {
     return std::move(*end);
   flags_ = std::move(si.flags);
   window_ = restart_window(flags_.max_restarts, flags_.max_seconds);
+  stats_.enroll(self(), "dynamic_supervisor");
   return gen::ok();
 }
 
 task<sup_result<start_result>> dynamic_supervisor_server::handle_call(
     dyn_start_child& r, from<sup_result<start_result>>) {
+  supervisor_counters::bump(stats_->start_child_calls);
   // §7.2 rule 8: checked before the start function runs; restarting children count.
   if (flags_.max_children && static_cast<std::int64_t>(children_.size()) >= *flags_.max_children)
     co_return unexpected(error_of(sup_errc::max_children));
@@ -135,9 +146,11 @@ task<sup_result<start_result>> dynamic_supervisor_server::handle_call(
     // A temporary child is never restarted: keep no start function (and none of its captures).
     if (r.spec.restart == restart_type::temporary) r.spec.start = nullptr;
     children_.insert_or_assign(s.pid(), dyn_child{std::move(r.spec), false});
+    stats_->set_children(children_.size());
     co_return s;
   }
   if (s.is_ignore()) co_return start_result::ignore();
+  supervisor_counters::bump(stats_->start_child_errors);
   co_return unexpected(sup_error{sup_errc::start_failed, pid(), s.reason(), std::nullopt});
 }
 
@@ -147,9 +160,10 @@ task<sup_result<void>> dynamic_supervisor_server::handle_call(const dyn_terminat
   if (it == children_.end()) co_return unexpected(error_of(sup_errc::not_found));
   if (!it->second.restarting) {
     // The map is not touched while this waits: the server handles one message at a time.
-    co_await shutdown_child(self(), r.child, it->second.spec);
+    co_await shutdown_child(self(), r.child, it->second.spec, "dynamic_supervisor");
   }
   children_.erase(r.child);
+  stats_->set_children(children_.size());
   co_return sup_result<void>{};
 }
 
@@ -192,10 +206,13 @@ task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
   auto it = children_.find(e->from);
   if (it == children_.end() || it->second.restarting) co_return gen::noreply();
   const restart_type restart_kind = it->second.spec.restart;
+  if (reports_termination(it->second.spec, e->reason))
+    report("child_terminated", e->reason, it->second.spec, e->from);
   // §7.3 rule 12.
   if (restart_kind == restart_type::temporary ||
       (restart_kind == restart_type::transient && e->reason.is_clean())) {
     children_.erase(it);
+    stats_->set_children(children_.size());
     co_return gen::noreply();
   }
   std::optional<gen::action> a = co_await restart(e->from);
@@ -203,9 +220,13 @@ task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
 }
 
 task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
+  supervisor_counters::bump(stats_->restarts);
   if (!window_.add(self().now())) {
     // reached_max_restart_intensity: the child is dropped and the supervisor stops `shutdown`.
+    supervisor_report(self(), "dynamic_supervisor", "shutdown", "reached_max_restart_intensity",
+                      children_.at(old).spec, old);
     children_.erase(old);
+    stats_->set_children(children_.size());
     co_return gen::stop(exit_reason::shutdown());
   }
   // The same args again, extra_arguments first (§7.3 rule 13). The node is stable while this
@@ -220,8 +241,10 @@ task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
     children_.insert(std::move(node));
   } else if (s.is_ignore()) {
     children_.erase(old);
+    stats_->set_children(children_.size());
   } else {
     // Kept under the old pid as restarting, retried behind whatever is queued now.
+    report("start_error", s.reason(), c.spec, pid());
     c.restarting = true;
     self().send(self().self(), gen_restart{old});
   }
@@ -238,8 +261,9 @@ task<> dynamic_supervisor_server::terminate_children() {
   // child; the outcome is the same, without a full queue scan per child).
   struct watch {
     pid child;
-    shutdown_spec how;
-    bool exited = false;  // its EXIT was already queued: not signalled again
+    const child_spec* spec;  // stays in children_ until the end
+    bool exited = false;     // its EXIT was already queued: not signalled again
+    exit_reason reason;      // that EXIT's reason
   };
   std::unordered_map<ref, watch> pending;
   std::unordered_set<pid> linked;
@@ -248,7 +272,7 @@ task<> dynamic_supervisor_server::terminate_children() {
     if (c.restarting) continue;
     const ref mon = self().monitor(p);
     self().unlink(p);
-    pending.emplace(mon, watch{p, c.spec.effective_shutdown()});
+    pending.emplace(mon, watch{p, &c.spec, false, exit_reason()});
     linked.insert(p);
   }
   std::unordered_map<pid, ref> by_pid;
@@ -259,14 +283,17 @@ task<> dynamic_supervisor_server::terminate_children() {
         after(std::chrono::milliseconds(0)));
     if (!queued) break;
     const pid from = queued.get<exit_message>().from;
-    pending.at(by_pid.at(from)).exited = true;
+    watch& w = pending.at(by_pid.at(from));
+    w.exited = true;
+    w.reason = queued.get<exit_message>().reason;
     linked.erase(from);
   }
   // 2. Signal: brutal_kill -> kill; otherwise shutdown, with one kill timer per distinct time.
   std::map<std::int64_t, std::vector<ref>> groups;
   for (auto& [mon, w] : pending) {
     if (w.exited) continue;
-    switch (w.how.which()) {
+    const shutdown_spec how = w.spec->effective_shutdown();
+    switch (how.which()) {
       case shutdown_spec::kind::brutal_kill:
         self().exit(w.child, exit_reason::kill());
         break;
@@ -275,7 +302,7 @@ task<> dynamic_supervisor_server::terminate_children() {
         break;
       case shutdown_spec::kind::timeout:
         self().exit(w.child, exit_reason::shutdown());
-        groups[w.how.time().count()].push_back(mon);
+        groups[how.time().count()].push_back(mon);
         break;
     }
   }
@@ -295,7 +322,11 @@ task<> dynamic_supervisor_server::terminate_children() {
         on<kill_timer>().when(
             [&](const kill_timer& t) { return timer_groups.count(t.group) != 0; }));
     if (auto* d = m.get_if<down>()) {
-      pending.erase(d->ref);
+      auto it = pending.find(d->ref);
+      const exit_reason& why = it->second.exited ? it->second.reason : d->reason;
+      if (!clean_shutdown(*it->second.spec, why))
+        report("shutdown_error", why, *it->second.spec, it->second.child);
+      pending.erase(it);
       continue;
     }
     const std::uint64_t g = m.get<kill_timer>().group;

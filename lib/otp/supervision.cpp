@@ -6,6 +6,7 @@
 #include <beamlet/receive.hpp>
 #include <beamlet/system_messages.hpp>
 
+#include "reports.hpp"
 #include "term.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -44,7 +45,8 @@ auto down_for(ref mref) {
 }
 }  // namespace
 
-task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec) {
+namespace {
+task<exit_reason> stop_and_wait(process& self, pid child, const child_spec& spec) {
   // monitor_child/1: the DOWN wait is ref-keyed (a receive marker, as OTP's); the probe for an
   // EXIT that is already queued is pid-keyed, a full scan, as in OTP.
   const ref mref = self.monitor(child, marked);
@@ -74,6 +76,15 @@ task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spe
   self.exit(child, exit_reason::kill());
   auto k = co_await self.receive(down_for(mref));
   co_return k.get<down>().reason;
+}
+}  // namespace
+
+task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec,
+                                 std::string_view module) {
+  exit_reason reason = co_await stop_and_wait(self, child, spec);
+  if (!clean_shutdown(spec, reason))
+    supervisor_report(self, module, "shutdown_error", reason.to_string(), spec, child);
+  co_return reason;
 }
 
 bool restart_window::add(clock_time at) {

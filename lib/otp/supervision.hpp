@@ -36,8 +36,10 @@ task<start_result> start_child_process(process& self, const child_spec& spec,
 /// Stops one child as OTP's supervisor:shutdown/2 does (spec §6.2 rule 5): monitor, unlink,
 /// take an EXIT that is already queued, else signal (kill for brutal_kill, shutdown otherwise),
 /// wait up to the shutdown time for the DOWN, kill and wait again on timeout. Returns the
-/// child's exit reason.
-task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec);
+/// child's exit reason, after a shutdown_error report if it is not the expected one (`module`
+/// names the supervisor kind in that report).
+task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec,
+                                 std::string_view module);
 
 /// The restart intensity window: timestamps in whole monotonic seconds, inclusive, shared by
 /// all children (spec §6.3 rule 7).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "reports.hpp"
 #include "supervision.hpp"
 #include "term.hpp"
 
@@ -55,6 +56,8 @@ struct sup_child {
 
 class supervisor_server : public gen_server<supervisor_server> {
  public:
+  using initial_call = beamlet::supervisor;  // what process_info and reports call it
+
   supervisor_server(supervisor_init_fn init, ack_wait wait)
       : init_fn_(std::move(init)), wait_(wait) {}
 
@@ -89,16 +92,20 @@ class supervisor_server : public gen_server<supervisor_server> {
   task<start_result> start_one(sup_child& c);
   /// Restarts the group the strategy ties to child `id`. Returns a stop action when the
   /// intensity is exceeded.
-  task<std::optional<gen::action>> restart(std::string id);
+  task<std::optional<gen::action>> restart(std::string id, pid failed = pid());
   /// Stops children_[i] if it runs; a temporary child is dropped.
   task<> stop_child(std::size_t i);
   std::optional<gen::action> significant_exit(const sup_child& c);
+  void report(std::string_view context, const exit_reason& reason, const sup_child& c, pid child) {
+    supervisor_report(self(), "supervisor", context, reason.to_string(), c.spec, child);
+  }
 
   supervisor_init_fn init_fn_;
   ack_wait wait_;
   supervisor_flags flags_;
   children_t children_;
   restart_window window_;
+  supervisor_registration stats_;
 };
 
 // -- init ----------------------------------------------------------------------------------------
@@ -116,6 +123,7 @@ task<gen::init_result> supervisor_server::init() {
     co_return std::move(*end);
   flags_ = si.flags;
   window_ = restart_window(flags_.intensity, flags_.period);
+  stats_.enroll(self(), "supervisor");
   // Children start one at a time, in list order (§6.2 rule 3).
   for (child_spec& spec : si.children) {
     children_.push_back(sup_child{std::move(spec), pid(), false});
@@ -127,18 +135,23 @@ task<gen::init_result> supervisor_server::init() {
       if (c.spec.restart == restart_type::temporary) children_.pop_back();
     } else {
       // Rule 4: stop what was started, in reverse order, and fail with the child's reason.
+      report("start_error", r.reason(), c, pid());
       const std::string id = c.spec.id;
       children_.pop_back();
       for (std::size_t i = children_.size(); i-- > 0;) co_await stop_child(i);
       co_return gen::stop(failed_to_start(id, r.reason()));
     }
   }
+  stats_->set_children(children_.size());
   co_return gen::ok();
 }
 
 task<start_result> supervisor_server::start_one(sup_child& c) {
   static const extra_arguments none;
-  co_return co_await start_child_process(self(), c.spec, none, start_failure_style::supervisor);
+  start_result r =
+      co_await start_child_process(self(), c.spec, none, start_failure_style::supervisor);
+  if (r.is_ok()) progress_report(self(), "supervisor", c.spec, r.pid());
+  co_return r;
 }
 
 // -- restarts ------------------------------------------------------------------------------------
@@ -158,10 +171,13 @@ task<gen::action> supervisor_server::handle_info(any_message m) {
   auto it = find(e->from);
   if (it == children_.end()) co_return gen::noreply();  // not a child: ignored (§6.3 rule 6)
   const exit_reason reason = e->reason;
+  const pid dead = e->from;
+  if (reports_termination(it->spec, reason)) report("child_terminated", reason, *it, dead);
   // §6.3 rule 6: the restart decision.
   if (it->spec.restart == restart_type::temporary) {
     std::optional<gen::action> a = significant_exit(*it);
     children_.erase(it);
+    stats_->set_children(children_.size());
     co_return a ? std::move(*a) : gen::noreply();
   }
   if (it->spec.restart == restart_type::transient && reason.is_clean()) {
@@ -170,7 +186,8 @@ task<gen::action> supervisor_server::handle_info(any_message m) {
     co_return a ? std::move(*a) : gen::noreply();
   }
   it->id = pid();
-  std::optional<gen::action> a = co_await restart(it->spec.id);
+  std::optional<gen::action> a = co_await restart(it->spec.id, dead);
+  stats_->set_children(children_.size());
   co_return a ? std::move(*a) : gen::noreply();
 }
 
@@ -181,11 +198,15 @@ task<gen::action> supervisor_server::handle_cast(const try_again_restart& r) {
   co_return a ? std::move(*a) : gen::noreply();
 }
 
-task<std::optional<gen::action>> supervisor_server::restart(std::string failed_id) {
+task<std::optional<gen::action>> supervisor_server::restart(std::string failed_id, pid failed) {
   // Every attempt counts, retries included (§6.3 rule 7).
+  supervisor_counters::bump(stats_->restarts);
   if (!window_.add(self().now())) {
     // reached_max_restart_intensity: drop the child, stop the rest, exit shutdown.
-    children_.erase(find(failed_id));
+    auto it = find(failed_id);
+    supervisor_report(self(), "supervisor", "shutdown", "reached_max_restart_intensity", it->spec,
+                      failed);
+    children_.erase(it);
     co_return gen::stop(exit_reason::shutdown());
   }
   auto index_of = [&](const std::string& id) {
@@ -220,6 +241,7 @@ task<std::optional<gen::action>> supervisor_server::restart(std::string failed_i
     // A failed restart: undo the siblings restarted so far, and try the whole restart again
     // later, behind the messages already queued (§6.3 rule 9). As in OTP, the child whose exit
     // caused the restart is the one marked restarting; the retry restarts its group again.
+    report("start_error", r.reason(), c, pid());
     for (std::size_t k = i; k-- > first;) co_await stop_child(k);
     children_[index_of(failed_id)].restarting = true;
     cast(self(), server_ref<supervisor_server>(self().self()), try_again_restart{failed_id});
@@ -230,7 +252,7 @@ task<std::optional<gen::action>> supervisor_server::restart(std::string failed_i
 
 task<> supervisor_server::stop_child(std::size_t i) {
   sup_child& c = children_[i];
-  if (c.id) co_await shutdown_child(self(), c.id, c.spec);
+  if (c.id) co_await shutdown_child(self(), c.id, c.spec, "supervisor");
   c.id = pid();
   if (c.spec.restart == restart_type::temporary)
     children_.erase(children_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -240,7 +262,7 @@ task<> supervisor_server::terminate(const exit_reason&) {
   // Children stop sequentially in reverse start order (§6.2 rule 5).
   for (std::size_t i = children_.size(); i-- > 0;) {
     sup_child& c = children_[i];
-    if (c.id) co_await shutdown_child(self(), c.id, c.spec);
+    if (c.id) co_await shutdown_child(self(), c.id, c.spec, "supervisor");
     c.id = pid();
   }
 }
@@ -249,6 +271,7 @@ task<> supervisor_server::terminate(const exit_reason&) {
 
 task<sup_result<start_result>> supervisor_server::handle_call(const start_child_req& r,
                                                               from<sup_result<start_result>>) {
+  supervisor_counters::bump(stats_->start_child_calls);
   if (auto e = validate(r.spec))
     co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, e});
   if (auto it = find(r.spec.id); it != children_.end()) {
@@ -259,6 +282,7 @@ task<sup_result<start_result>> supervisor_server::handle_call(const start_child_
   children_.push_back(sup_child{r.spec, pid(), false});
   const start_result s = co_await start_one(children_.back());
   sup_child& c = children_.back();
+  stats_->set_children(children_.size());
   if (s.is_ok()) {
     c.id = s.pid();
     co_return s;
@@ -266,9 +290,12 @@ task<sup_result<start_result>> supervisor_server::handle_call(const start_child_
   if (s.is_ignore()) {
     // {ok, undefined}: the spec stays, unless temporary (§6.4 rule 11).
     if (c.spec.restart == restart_type::temporary) children_.pop_back();
+    stats_->set_children(children_.size());
     co_return start_result::ignore();
   }
   children_.pop_back();  // a failed start discards the spec
+  stats_->set_children(children_.size());
+  supervisor_counters::bump(stats_->start_child_errors);
   co_return unexpected(sup_error{sup_errc::start_failed, pid(), s.reason(), std::nullopt});
 }
 
@@ -277,7 +304,7 @@ task<sup_result<void>> supervisor_server::handle_call(const terminate_child_req&
   auto it = find(r.id);
   if (it == children_.end())
     co_return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
-  if (it->id) co_await shutdown_child(self(), it->id, it->spec);
+  if (it->id) co_await shutdown_child(self(), it->id, it->spec, "supervisor");
   it = find(r.id);  // shutdown_child does not touch children_, but stay safe
   if (it->spec.restart == restart_type::temporary) {
     children_.erase(it);
@@ -285,6 +312,7 @@ task<sup_result<void>> supervisor_server::handle_call(const terminate_child_req&
     it->id = pid();
     it->restarting = false;
   }
+  stats_->set_children(children_.size());
   co_return sup_result<void>{};
 }
 
@@ -314,6 +342,7 @@ sup_result<void> supervisor_server::handle_call(const delete_child_req& r, from<
   if (it->restarting) return unexpected(sup_error{sup_errc::restarting, pid(), {}, std::nullopt});
   if (it->id) return unexpected(sup_error{sup_errc::running, pid(), {}, std::nullopt});
   children_.erase(it);
+  stats_->set_children(children_.size());
   return {};
 }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 struct ping {
   beamlet::pid from;
@@ -30,6 +31,11 @@ int main() {
   const auto reason =
       beamlet::testing::run(rt, [](beamlet::process&) -> beamlet::task<> { co_return; });
   if (!reason || !reason->is_normal()) return 1;
+  // The observability layer links too: a log event, process_info and the metrics text.
+  beamlet::log(rt, beamlet::log_level::notice, "consumer: logging works");
+  beamlet::logger::of(rt).flush();
+  if (!beamlet::process_info(rt, me.self())) return 1;
+  if (beamlet::prometheus_metrics(rt).find("beamlet_processes") == std::string::npos) return 1;
   std::puts("consumer: pong received");
   return 0;
 }

@@ -5,11 +5,16 @@
 #include <beamlet/beamlet.hpp>
 #include <beamlet/testing.hpp>
 
+#include <beamlet/logger.hpp>
+
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace beamlet::test {
 
@@ -74,5 +79,71 @@ inline task<> wait_for_any(process& self) {
 inline task<> park_forever(process& self) {
   for (;;) co_await self.receive(on_any());
 }
+
+/// Collects the events of a runtime's logger (instead of its stderr handler, which it removes,
+/// so a test's expected crashes do not flood its output). `level` opens the logger that far.
+class captured_log {
+ public:
+  explicit captured_log(runtime& rt, log_level level = log_level::notice) : log_(logger::of(rt)) {
+    log_.clear_handlers();
+    log_.set_level(level);
+    id_ = log_.add_handler(logger::callback([this](const log_event& e) {
+      std::lock_guard lock(mu_);
+      events_.push_back(e);
+      cv_.notify_all();
+    }));
+  }
+  // Declared after its runtime, it goes first: the logger must stop calling it.
+  ~captured_log() { log_.remove_handler(id_); }
+  captured_log(const captured_log&) = delete;
+  captured_log& operator=(const captured_log&) = delete;
+
+  /// Waits until an event passing `pred` has been handled; returns a copy of it.
+  std::optional<log_event> wait_for(const std::function<bool(const log_event&)>& pred,
+                                    std::chrono::milliseconds limit = 10s) {
+    std::unique_lock lock(mu_);
+    std::optional<log_event> found;
+    cv_.wait_for(lock, limit, [&] {
+      for (const auto& e : events_)
+        if (pred(e)) {
+          found = e;
+          return true;
+        }
+      return false;
+    });
+    return found;
+  }
+  /// The first report of kind `report` whose field `key` equals `value`.
+  std::optional<log_event> wait_for_report(const std::string& report, const std::string& key,
+                                           const std::string& value,
+                                           std::chrono::milliseconds limit = 10s) {
+    return wait_for(
+        [&](const log_event& e) { return e.report == report && field(e, key) == value; }, limit);
+  }
+  /// Every event so far (after a flush of the logger).
+  std::vector<log_event> all() {
+    log_.flush();
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+  std::size_t count(const std::function<bool(const log_event&)>& pred) {
+    std::size_t n = 0;
+    for (const auto& e : all())
+      if (pred(e)) ++n;
+    return n;
+  }
+  static std::string field(const log_event& e, const std::string& key) {
+    for (const auto& [k, v] : e.fields)
+      if (k == key) return v;
+    return "<missing>";
+  }
+
+ private:
+  logger& log_;
+  logger::handler_id id_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<log_event> events_;
+};
 
 }  // namespace beamlet::test

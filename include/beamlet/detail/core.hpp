@@ -5,21 +5,28 @@
 // functions, which own all synchronisation. Nothing here is stable API.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <typeinfo>
+#include <utility>
+#include <vector>
 
 #include <beamlet/config.hpp>
 #include <beamlet/detail/message.hpp>
 #include <beamlet/detail/receive_op.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/ids.hpp>
+#include <beamlet/log_event.hpp>
+#include <beamlet/process_info.hpp>
+#include <beamlet/system_monitor.hpp>
 #include <beamlet/task.hpp>
 #include <beamlet/timeout.hpp>
 
@@ -46,9 +53,80 @@ ref send_node_after(runtime_core& rt, pid to, message_node* n, timeout_value del
 
 /// The pid registered under `name`, or the null pid.
 pid whereis_in(runtime_core& rt, std::string_view name);
+/// The name `p` is registered under ("" if none, or not alive).
+std::string registered_name_of(runtime_core& rt, pid p);
 /// erlang:is_process_alive/1 (false for the null pid). The one implementation behind
 /// runtime::is_alive and basic_process::is_alive.
 bool is_alive_in(runtime_core& rt, pid p) noexcept;
+// -- what the core tells the layers above (observability) ---------------------------------------
+
+/// The runtime's event sink (a logger): receives every event the runtime and the layers make.
+class event_sink {
+ public:
+  virtual ~event_sink() = default;
+  virtual void emit(log_event&& e) noexcept = 0;
+};
+/// Installs `sink` (null removes it), taking events down to `level`, and reports (crash,
+/// supervisor, progress...) only if `reports`. Thread-safe; the runtime holds the sink until it
+/// is replaced or the runtime is destroyed.
+void set_event_sink(runtime_core& rt, std::shared_ptr<event_sink> sink, log_level level,
+                    bool reports) noexcept;
+void set_event_level(runtime_core& rt, log_level level, bool reports) noexcept;
+/// True when a plain event of `level` would go somewhere: one relaxed load.
+bool log_enabled(const runtime_core& rt, log_level level) noexcept;
+/// True when a report of `level` would go somewhere: one relaxed load. Producers test this
+/// before building a report.
+bool report_enabled(const runtime_core& rt, log_level level) noexcept;
+/// Hands `e` to the sink (stamps its time if unset). Never throws, never blocks on I/O.
+void emit_event(runtime_core& rt, log_event&& e) noexcept;
+
+void set_system_monitor(runtime_core& rt, const system_monitor_settings& s) noexcept;
+system_monitor_settings system_monitor_of(const runtime_core& rt) noexcept;
+
+/// The state of `p`, or nullopt if it is not alive (see beamlet/process_info.hpp). Any thread;
+/// a few microseconds whatever the process holds (its queue is never walked).
+std::optional<process_details> inspect(runtime_core& rt, pid p);
+/// Every live pid (mailboxes included), in pid order.
+std::vector<pid> process_list(runtime_core& rt);
+
+/// The runtime's counters (the metrics layer renders them). Counters are totals since the
+/// runtime started; each is summed over per-scheduler cells that their owner bumps without a
+/// read-modify-write, so counting costs the hot paths a plain increment.
+struct runtime_stats {
+  std::size_t processes = 0;  ///< alive now, mailboxes included
+  std::size_t mailboxes = 0;
+  std::uint64_t spawns = 0;
+  std::uint64_t exits_normal = 0;        ///< normal
+  std::uint64_t exits_shutdown = 0;      ///< shutdown, {shutdown, _}
+  std::uint64_t exits_killed = 0;        ///< killed
+  std::uint64_t exits_error = 0;         ///< any other reason
+  std::uint64_t messages_delivered = 0;  ///< messages that reached a process's queue
+  std::size_t timers = 0;                ///< pending receive timeouts and send_after timers
+  std::vector<std::size_t> run_queues;   ///< per scheduler: runnable processes queued there
+  std::size_t global_queue = 0;          ///< runnable processes not yet given to a scheduler
+  unsigned schedulers = 0;
+};
+runtime_stats stats_of(runtime_core& rt);
+
+/// The counters of one process, read without its cooperation (see inspect).
+struct process_sample {
+  pid id;
+  pid parent;
+  std::size_t message_queue_len = 0;
+  std::size_t memory = 0;
+  std::uint64_t reductions = 0;
+};
+/// One sample per live process, in pid order: a pass over the process table that reads a few
+/// atomics per process (a million processes in about 60 ms on 2 cores).
+std::vector<process_sample> sample_processes(runtime_core& rt);
+/// Every registered name and its pid, sorted by name.
+std::vector<std::pair<std::string, pid>> registered_processes(runtime_core& rt);
+/// Called by a process (or mailbox) right before a receive: what that receive waits for, for
+/// process_info ("call to <0.9.0>"). It labels the process's next receive only (the label is
+/// cleared when a receive ends). `what` must outlive the wait (a string literal); `who` may be
+/// null.
+void set_waiting_for(basic_process& self, const char* what, pid who) noexcept;
+
 /// A C++ type's readable (demangled) name.
 std::string demangled_name(const std::type_info& t);
 /// The runtime's time (runtime_options::clock).
@@ -65,7 +143,10 @@ inline constexpr std::size_t max_body_alignment = 16;
 /// runtime is full or shutting down, std::bad_alloc when out of memory.
 proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align);
 void* body_storage(proc* p) noexcept;
-void set_body_destructor(proc* p, void (*destroy)(void*) noexcept) noexcept;
+struct body_descriptor;
+void set_body_type(proc* p, const body_descriptor* d) noexcept;
+/// Where the frames a process's coroutines allocate are counted (process_info's memory).
+std::atomic<std::int32_t>* frame_counter(proc* p) noexcept;
 process& process_of(proc* p) noexcept;
 /// Releases a process that was allocated but never started (its body threw).
 void discard_proc(proc* p) noexcept;

@@ -77,6 +77,8 @@ using dispatch_fn = dispatched (*)(void* server, message_node* n);
 struct envelope_ext {
   const void* server_type;  ///< which server class may take it
   dispatch_fn dispatch;
+  const std::type_info* request;       ///< the request's type (terminate reports, sys traces)
+  pid (*caller)(const message_node*);  ///< a call's caller; null for a cast
 };
 
 template <class S>
@@ -217,18 +219,31 @@ dispatched dispatch_cast(void* server, message_node* n) {
 }
 
 template <class S, class Req>
-inline constexpr envelope_ext call_ext{&server_type_id<S>, &dispatch_call<S, Req>};
+pid caller_of_call(const message_node* n) {
+  return static_cast<const typed_node<call_envelope<S, Req>>*>(n)->value.from;
+}
+
 template <class S, class Req>
-inline constexpr envelope_ext cast_ext{&server_type_id<S>, &dispatch_cast<S, Req>};
+inline constexpr envelope_ext call_ext{&server_type_id<S>, &dispatch_call<S, Req>, &typeid(Req),
+                                       &caller_of_call<S, Req>};
+template <class S, class Req>
+inline constexpr envelope_ext cast_ext{&server_type_id<S>, &dispatch_cast<S, Req>, &typeid(Req),
+                                       nullptr};
 
 template <class S, class Req>
 inline constexpr type_descriptor call_type{&destroy_typed<call_envelope<S, Req>>,
-                                           &typeid(call_envelope<S, Req>), node_kind::message, 0,
-                                           &call_ext<S, Req>};
+                                           &typeid(call_envelope<S, Req>),
+                                           node_kind::message,
+                                           0,
+                                           &call_ext<S, Req>,
+                                           sizeof(typed_node<call_envelope<S, Req>>)};
 template <class S, class Req>
 inline constexpr type_descriptor cast_type{&destroy_typed<cast_envelope<S, Req>>,
-                                           &typeid(cast_envelope<S, Req>), node_kind::message, 0,
-                                           &cast_ext<S, Req>};
+                                           &typeid(cast_envelope<S, Req>),
+                                           node_kind::message,
+                                           0,
+                                           &cast_ext<S, Req>,
+                                           sizeof(typed_node<cast_envelope<S, Req>>)};
 
 /// gen_server:stop's request.
 struct stop_request {

@@ -2,9 +2,15 @@
 // gen_server:loop): init and its ack, the receive loop, terminate. Not stable API.
 #pragma once
 
+#include <chrono>
+#include <concepts>
+#include <cstdint>
 #include <exception>
 #include <optional>
+#include <ostream>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -13,6 +19,7 @@
 #include <beamlet/detail/gen_server_dispatch.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/gen_server/results.hpp>
+#include <beamlet/gen_server/status.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/proc_lib.hpp>
 #include <beamlet/process.hpp>
@@ -134,6 +141,103 @@ std::optional<dispatched> dispatch_message(process& self, S& server, pid parent,
   return dispatch_plain(server, std::move(m), false);
 }
 
+// -- sys-style debugging and reports (the non-template parts are in lib/otp/gen_server.cpp) --
+
+/// What the loop keeps for sys (beamlet/sys.hpp): suspended, tracing, statistics.
+struct sys_state {
+  bool suspended = false;
+  bool trace = false;
+  bool statistics = false;
+  std::chrono::system_clock::time_point since{};
+  std::uint64_t reductions_at_start = 0;
+  std::uint64_t in = 0;
+  std::uint64_t out = 0;
+};
+
+/// The message being handled, as cheaply as it can be kept (one pointer and a pid): terminate
+/// reports and traces describe it from this.
+struct last_message {
+  enum class kind : std::uint8_t { none, call, cast, info, timeout, continuation };
+  kind what = kind::none;
+  const type_descriptor* type = nullptr;
+  pid caller;
+};
+
+inline last_message classify(const any_message& m, bool continuation) {
+  last_message l;
+  l.type = m.descriptor();
+  if (continuation) {
+    l.what = last_message::kind::continuation;
+  } else if (const auto* ext = static_cast<const envelope_ext*>(l.type->ext); ext != nullptr) {
+    l.what = ext->caller != nullptr ? last_message::kind::call : last_message::kind::cast;
+    if (ext->caller != nullptr) l.caller = ext->caller(m.native_handle());
+  } else if (l.type == tag_of<timeout_message>()) {
+    l.what = last_message::kind::timeout;
+  } else {
+    l.what = last_message::kind::info;
+  }
+  return l;
+}
+
+template <class S>
+concept has_format_status = requires(const S& s) {
+  { s.format_status() } -> std::convertible_to<std::string>;
+};
+template <class S>
+concept ostream_printable = requires(std::ostream& os, const S& s) {
+  os << s;
+};
+
+/// The server state as terminate reports and sys:get_status show it: the server's
+/// `std::string format_status() const` if it has one (OTP's format_status/2 callback), else
+/// its operator<<, else its type name.
+template <class S>
+std::string format_state(const void* server) {
+  const S& s = *static_cast<const S*>(server);
+  if constexpr (has_format_status<S>) {
+    return std::string(s.format_status());
+  } else if constexpr (ostream_printable<S>) {
+    std::ostringstream os;
+    os << s;
+    return os.str();
+  } else {
+    return "<" + demangled_name(typeid(S)) + ">";
+  }
+}
+
+/// The name process_info and reports give a server: S, or S::initial_call when S names one
+/// (the supervisors name their public class rather than their private server).
+template <class S>
+struct server_initial_call {
+  using type = S;
+};
+template <class S>
+  requires requires {
+    typename S::initial_call;
+  }
+struct server_initial_call<S> {
+  using type = typename S::initial_call;
+};
+
+/// What the loop knows about its server, for the non-template helpers.
+struct server_identity {
+  const void* server;
+  const void* type_id;         ///< &server_type_id<S>
+  const std::type_info* type;  ///< the server's initial call
+  std::string (*format)(const void*);
+  pid parent;
+};
+
+/// Answers a system message (sends the reply).
+void handle_sys(process& self, sys_state& sys, sys_request& r, const server_identity& who);
+/// Traces and counts a message taken (only called while tracing or counting).
+void note_message(process& self, sys_state& sys, const last_message& m);
+/// Traces and counts a reply sent.
+void note_reply(process& self, sys_state& sys, pid to);
+/// gen_server's terminate report ("** Generic server ... terminating"), if reports are on.
+void report_terminate(process& self, const server_identity& who, const last_message& m,
+                      const exit_reason& reason) noexcept;
+
 template <class S>
 struct server_access {
   static void bind(gen_server<S>& g, process& self, pid parent) {
@@ -182,24 +286,45 @@ task<> server_main(process& self, const starter& st, std::string name, Args... a
 
   exit_reason reason;
   outcome last;  // holds a {stop, R, Reply} reply until terminate has run
+  sys_state sys;
+  last_message current;
+  const server_identity who{&*server, &server_type_id<S>,
+                            &typeid(typename server_initial_call<S>::type), &format_state<S>,
+                            st.parent()};
   for (;;) {
     std::optional<dispatched> d;
     bool crashed = false;
     try {
       if (opts.continuation != nullptr) {
-        d = dispatch_plain(*server, any_message(opts.continuation.release()), true);
+        any_message c(opts.continuation.release());
+        current = classify(c, true);
+        d = dispatch_plain(*server, std::move(c), true);
       } else {
-        if (opts.timeout.finite()) {
+        any_message m;
+        if (sys.suspended) {
+          // Suspended: system messages, a stop and the parent's exit only (sys:suspend/1).
+          auto r = co_await self.receive(
+              on<sys_request>(), on<stop_request>(),
+              on<exit_message>().when(
+                  [p = st.parent()](const exit_message& e) { return e.from == p; }));
+          m = r.take();
+        } else if (opts.timeout.finite()) {
           auto r = co_await self.receive(on_any(), after(opts.timeout));
-          if (r.timed_out()) {
-            d = dispatch_plain(*server, any_message(make_message(timeout_message{})), false);
-          } else {
-            d = dispatch_message(self, *server, st.parent(), r.take(), reason);
-          }
+          if (r.timed_out())
+            m = any_message(make_message(timeout_message{}));
+          else
+            m = r.take();
         } else {
           auto r = co_await self.receive(on_any());
-          d = dispatch_message(self, *server, st.parent(), r.take(), reason);
+          m = r.take();
         }
+        if (auto* sr = m.template get_if<sys_request>()) {
+          handle_sys(self, sys, *sr, who);
+          continue;  // the same options again: a gen_server timeout restarts, as in OTP
+        }
+        current = classify(m, false);
+        if (sys.trace || sys.statistics) note_message(self, sys, current);
+        d = dispatch_message(self, *server, st.parent(), std::move(m), reason);
       }
       if (d && d->pending) d->done = co_await std::move(*d->pending);
     } catch (...) {
@@ -212,8 +337,10 @@ task<> server_main(process& self, const starter& st, std::string name, Args... a
       last = std::move(d->done);
       break;
     }
-    if (d->done.reply != nullptr)
+    if (d->done.reply != nullptr) {
+      if (sys.trace || sys.statistics) note_reply(self, sys, d->done.reply_to);
       send_node(*runtime_of(self), d->done.reply_to, d->done.reply.release());
+    }
     opts = std::move(d->done.options);
   }
   std::optional<exit_reason> terminate_failed;
@@ -223,16 +350,31 @@ task<> server_main(process& self, const starter& st, std::string name, Args... a
     terminate_failed = exit_reason::from_exception(std::current_exception());
   }
   if (terminate_failed) reason = *terminate_failed;
+  if (!reason.is_clean()) report_terminate(self, who, current, reason);
   // {stop, R, Reply}: the reply goes out after terminate (§4.2 rule 10).
   if (last.reply != nullptr) send_node(*runtime_of(self), last.reply_to, last.reply.release());
   co_await self.exit(reason);
 }
 
 template <class S, class... Args>
+class server_body_fn {
+ public:
+  using initial_call = typename server_initial_call<S>::type;
+  server_body_fn(std::string name, Args... args)
+      : name_(std::move(name)), args_(std::move(args)...) {}
+  // The body object lives in the process until it ends, so the coroutine may use `this`.
+  task<> operator()(process& c, const starter& st) {
+    co_await std::apply([&](Args&... a) { return server_main<S>(c, st, name_, a...); }, args_);
+  }
+
+ private:
+  std::string name_;
+  std::tuple<Args...> args_;
+};
+
+template <class S, class... Args>
 auto server_body(std::string name, Args... args) {
-  return [name = std::move(name), args...](process& c, const starter& st) -> task<> {
-    co_await server_main<S>(c, st, name, args...);
-  };
+  return server_body_fn<S, Args...>(std::move(name), std::move(args)...);
 }
 
 }  // namespace detail

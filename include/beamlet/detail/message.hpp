@@ -30,8 +30,9 @@ struct type_descriptor {
   void (*destroy)(message_node*) noexcept;  ///< runs the payload destructor and frees the node
   const std::type_info* type;               ///< for diagnostics (any_message::type_name)
   node_kind kind;
-  std::uint8_t signal;        ///< which signal, for kind == signal
-  const void* ext = nullptr;  ///< protocol data for envelopes and replies (gen_server)
+  std::uint8_t signal;          ///< which signal, for kind == signal
+  const void* ext = nullptr;    ///< protocol data for envelopes and replies (gen_server)
+  std::uint32_t node_size = 0;  ///< bytes of the node (header + payload): memory accounting
 };
 
 struct message_node {
@@ -56,7 +57,8 @@ void destroy_typed(message_node* n) noexcept {
 
 /// The identity of message type T.
 template <class T>
-inline constexpr type_descriptor message_type{&destroy_typed<T>, &typeid(T), node_kind::message, 0};
+inline constexpr type_descriptor message_type{
+    &destroy_typed<T>, &typeid(T), node_kind::message, 0, nullptr, sizeof(typed_node<T>)};
 
 template <class T>
 constexpr const type_descriptor* tag_of() noexcept {

@@ -8,9 +8,13 @@
 // when it blocked and was woken (rule 10), or a receive marker (rules 14-16). Markers are node
 // pointers into the queue; removing a node that a marker points at moves the marker to the
 // node's predecessor, so a marker always means "everything up to here was queued before the
-// marked ref existed". Only the owning process touches this structure: no synchronisation.
+// marked ref existed". Only the owning process changes this structure: no synchronisation. Its
+// counters (length, bytes, messages received and examined) are atomics that the owner writes
+// with plain relaxed stores, so process_info can read them from any thread at no cost to the
+// owner.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -33,24 +37,39 @@ class message_queue {
   /// The node before the first message; a scan "from the head" starts after it.
   message_node* head() noexcept { return &head_; }
   bool empty() const noexcept { return head_.next == nullptr; }
-  std::size_t size() const noexcept { return size_; }
+  std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
+  /// Bytes of the queued nodes (headers and payloads), estimated as the queue length times the
+  /// average size of the messages ever queued: exact for a process that receives one type,
+  /// and it costs a receive nothing (a removal does not look at the node's size).
+  std::size_t bytes() const noexcept {
+    const std::uint64_t in = received_.load(std::memory_order_relaxed);
+    if (in == 0) return 0;
+    const double average =
+        static_cast<double>(bytes_in_.load(std::memory_order_relaxed)) / static_cast<double>(in);
+    return static_cast<std::size_t>(average * static_cast<double>(size()));
+  }
+  /// Messages ever appended.
+  std::uint64_t received() const noexcept { return received_.load(std::memory_order_relaxed); }
 
-  /// Appends an already linked chain first..last of `count` messages.
-  void append(message_node* first, message_node* last, std::size_t count) noexcept {
+  /// Appends an already linked chain first..last of `count` messages totalling `bytes`.
+  void append(message_node* first, message_node* last, std::size_t count,
+              std::size_t bytes) noexcept {
     tail_->next = first;
     last->next = nullptr;
     tail_ = last;
-    size_ += count;
+    bump(size_, count);
+    bump(bytes_in_, bytes);
+    bump(received_, count);
   }
 
-  void push_back(message_node* n) noexcept { append(n, n, 1); }
+  void push_back(message_node* n) noexcept { append(n, n, 1, n->type->node_size); }
 
   /// Removes and returns the node after `prev`.
   message_node* unlink_after(message_node* prev) noexcept {
     message_node* n = prev->next;
     prev->next = n->next;
     if (tail_ == n) tail_ = prev;
-    --size_;
+    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (markers_in_use_ != 0) move_markers(n, prev);
     n->next = nullptr;
     return n;
@@ -61,7 +80,7 @@ class message_queue {
     n->next = prev->next;
     prev->next = n;
     if (tail_ == prev) tail_ = n;
-    ++size_;
+    bump(size_, 1);
   }
 
   /// Destroys every queued message.
@@ -80,25 +99,32 @@ class message_queue {
   // -- statistics for the cost-model tests (spec §1.3 rule 13) ------------------------------
 
   /// Total number of messages examined by receives on this queue.
-  std::uint64_t scanned() const noexcept { return scanned_; }
-  void add_scanned(std::uint64_t n) noexcept { scanned_ += n; }
+  std::uint64_t scanned() const noexcept { return scanned_.load(std::memory_order_relaxed); }
+  void add_scanned(std::uint64_t n) noexcept { bump(scanned_, n); }
 
  private:
   struct marker {
     std::uint64_t ref = 0;  // 0: free slot
     message_node* position = nullptr;
-    std::uint64_t age = 0;
+    std::uint32_t age = 0;
   };
 
   void move_markers(message_node* removed, message_node* prev) noexcept;
+  /// The owner's add: a load and a store, no atomic read-modify-write.
+  template <class T, class N>
+  static void bump(std::atomic<T>& v, N n) noexcept {
+    v.store(v.load(std::memory_order_relaxed) + static_cast<T>(n), std::memory_order_relaxed);
+  }
 
   message_node head_{nullptr, nullptr};
   message_node* tail_ = &head_;
-  std::size_t size_ = 0;
-  std::uint64_t scanned_ = 0;
+  std::atomic<std::size_t> size_{0};
+  std::atomic<std::uint64_t> bytes_in_{0};  ///< bytes of the messages ever appended
+  std::atomic<std::uint64_t> received_{0};
+  std::atomic<std::uint64_t> scanned_{0};
   marker* markers_ = nullptr;  // allocated on first use: most processes never mark
-  int markers_in_use_ = 0;
-  std::uint64_t marker_clock_ = 0;
+  std::int32_t markers_in_use_ = 0;
+  std::uint32_t marker_clock_ = 0;
 };
 
 }  // namespace detail

@@ -12,6 +12,7 @@
 
 #include <beamlet/config.hpp>
 #include <beamlet/detail/message_queue.hpp>
+#include <beamlet/ids.hpp>
 #include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE

@@ -33,8 +33,9 @@ template <class T>
 inline constexpr reply_ext reply_ext_for{&message_type<T>, &reply_tag_of<T>};
 
 template <class T>
-inline constexpr type_descriptor reply_signal_type{&destroy_typed<T>, &typeid(T), node_kind::signal,
-                                                   reply_signal, &reply_ext_for<T>};
+inline constexpr type_descriptor reply_signal_type{&destroy_typed<T>, &typeid(T),
+                                                   node_kind::signal, reply_signal,
+                                                   &reply_ext_for<T>, sizeof(typed_node<T>)};
 
 }  // namespace detail
 BEAMLET_END_NAMESPACE

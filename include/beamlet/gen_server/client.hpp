@@ -124,7 +124,8 @@ auto reply_clause(ref tag) {
 /// first, which makes a later reply be dropped, and one last look takes a reply that arrived
 /// just in time (§4.2 rule 9).
 template <class R, class Self, class Fail>
-task<R> await_reply(Self& self, ref mref, timeout_value timeout, Fail fail) {
+task<R> await_reply(Self& self, pid server, ref mref, timeout_value timeout, Fail fail) {
+  set_waiting_for(self, "call to", server);
   auto m =
       co_await receive_on(self, since(mref), reply_clause<R>(mref), down_of(mref), after(timeout));
   if (auto* r = m.template get_if<call_reply<R>>()) {
@@ -166,7 +167,7 @@ task<reply_of_t<std::decay_t<Req>>> call_protocol(Self& self, server_ref<S> serv
   if (to == self.self())
     throw fail(call_error::kind::calling_self, exit_reason::error("calling_self"));
   const ref mref = send_call<S>(self, to, std::forward<Req>(req));
-  co_return co_await await_reply<R>(self, mref, timeout, fail);
+  co_return co_await await_reply<R>(self, to, mref, timeout, fail);
 }
 
 /// gen:stop, for a process or a mailbox.
@@ -176,6 +177,7 @@ task<> stop_protocol(Self& self, server_ref<S> server, exit_reason reason, timeo
   if (!to) throw make_stop_error(call_error::kind::noproc, exit_reason::noproc());
   const ref mref = self.monitor(to, marked);
   self.send(to, stop_request{reason});
+  set_waiting_for(self, "stop of", to);
   auto m = co_await receive_on(self, since(mref), down_of(mref), after(timeout));
   if (auto* d = m.template get_if<down>()) {
     if (d->reason == exit_reason::noproc())
@@ -224,13 +226,17 @@ class request_id {
  public:
   request_id() = default;
   /// Made by send_request.
-  request_id(ref m, std::string text) : monitor_(m), text_(std::move(text)) {}
+  request_id(ref m, pid server, std::string text)
+      : monitor_(m), server_(server), text_(std::move(text)) {}
   ref monitor() const noexcept { return monitor_; }
+  /// The server's pid (null if it was not found).
+  pid server() const noexcept { return server_; }
   /// The server as it was addressed, for error messages.
   const std::string& server_text() const noexcept { return text_; }
 
  private:
   ref monitor_;
+  pid server_;
   std::string text_;
 };
 
@@ -245,8 +251,8 @@ request_id<reply_of_t<std::decay_t<Req>>> send_request(basic_process& self, serv
                 "send_request: the server has no handle_call(const Req&, from<Reply>) for this "
                 "request");
   const pid to = detail::resolve_server(self, server);
-  if (!to) return request_id<reply_of_t<D>>(ref(), server.to_string());
-  return request_id<reply_of_t<D>>(detail::send_call<S>(self, to, std::forward<Req>(req)),
+  if (!to) return request_id<reply_of_t<D>>(ref(), pid(), server.to_string());
+  return request_id<reply_of_t<D>>(detail::send_call<S>(self, to, std::forward<Req>(req)), to,
                                    server.to_string());
 }
 
@@ -259,7 +265,7 @@ task<R> receive_response(process& self, request_id<R> id, timeout_value timeout 
     return detail::make_call_error(k, std::move(r), text, "receive_response", timeout);
   };
   if (!id.monitor()) throw fail(call_error::kind::noproc, exit_reason::noproc());
-  co_return co_await detail::await_reply<R>(self, id.monitor(), timeout, fail);
+  co_return co_await detail::await_reply<R>(self, id.server(), id.monitor(), timeout, fail);
 }
 
 namespace detail {

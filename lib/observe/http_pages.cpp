@@ -1,0 +1,197 @@
+// The endpoint's pages (see http_pages.hpp). Every page reads the runtime without asking the
+// processes it describes anything, so it answers while the system is overloaded.
+#include "http_pages.hpp"
+
+#include <charconv>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <beamlet/metrics.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/process_info.hpp>
+#include <beamlet/supervisor_stats.hpp>
+#include <beamlet/top.hpp>
+
+#include "json.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+
+using answer = http_answer;
+
+struct query {
+  std::string path;
+  std::map<std::string, std::string, std::less<>> params;
+};
+
+query parse_target(std::string_view target) {
+  query q;
+  const auto qm = target.find('?');
+  q.path = std::string(target.substr(0, qm));
+  if (qm == std::string_view::npos) return q;
+  std::string_view rest = target.substr(qm + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view kv = rest.substr(0, amp);
+    const auto eq = kv.find('=');
+    q.params.emplace(std::string(kv.substr(0, eq)),
+                     eq == std::string_view::npos ? std::string() : std::string(kv.substr(eq + 1)));
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return q;
+}
+
+std::optional<std::size_t> number(const query& q, std::string_view key, std::size_t fallback) {
+  const auto it = q.params.find(key);
+  if (it == q.params.end()) return fallback;
+  std::size_t v = 0;
+  const char* b = it->second.data();
+  const char* e = b + it->second.size();
+  const auto [end, ec] = std::from_chars(b, e, v);
+  if (ec != std::errc() || end != e) return std::nullopt;
+  return v;
+}
+
+answer bad_parameter(std::string_view what) {
+  return answer{400, "text/plain; charset=utf-8",
+                "beamlet: bad parameter " + std::string(what) + "\n"};
+}
+
+void json_field(std::string& out, std::string_view key, std::string_view value,
+                bool first = false) {
+  if (!first) out += ',';
+  detail::append_json_string(out, key);
+  out += ':';
+  detail::append_json_string(out, value);
+}
+void json_number(std::string& out, std::string_view key, std::uint64_t value) {
+  out += ',';
+  detail::append_json_string(out, key);
+  out += ':';
+  out += std::to_string(value);
+}
+
+answer processes_page(basic_process& self, const query& q, std::size_t default_n) {
+  const auto n = number(q, "n", default_n);
+  if (!n || *n > 100'000) return bad_parameter("n");
+  top_by by = top_by::message_queue_len;
+  if (const auto it = q.params.find("by"); it != q.params.end()) {
+    if (it->second == "message_queue_len")
+      by = top_by::message_queue_len;
+    else if (it->second == "memory")
+      by = top_by::memory;
+    else if (it->second == "reductions")
+      by = top_by::reductions;
+    else
+      return bad_parameter("by");
+  }
+  std::string out = "{";
+  json_field(out, "by", to_string(by), true);
+  out += ",\"processes\":[";
+  bool first = true;
+  for (const top_entry& e : top(self, *n, by)) {
+    if (!first) out += ',';
+    first = false;
+    out += '{';
+    json_field(out, "pid", e.pid.to_string(), true);
+    out += ",\"value\":" + std::to_string(e.value);
+    json_field(out, "registered_name", e.registered_name);
+    json_field(out, "initial_call", e.initial_call);
+    json_field(out, "status", to_string(e.status));
+    json_number(out, "message_queue_len", e.message_queue_len);
+    json_field(out, "waiting_for", e.waiting_for);
+    out += '}';
+  }
+  out += "]}\n";
+  return answer{200, "application/json", std::move(out)};
+}
+
+// The supervision tree, from the parent links of the processes (immutable, readable without
+// asking anyone): a supervisor's children are the live processes it spawned. Supervisors are
+// the roots unless their own parent is a supervisor.
+class tree_builder {
+ public:
+  tree_builder(basic_process& self, std::size_t max_children)
+      : self_(self), max_children_(max_children) {
+    for (const auto& s : supervisor_stats(*detail::runtime_of(self)))
+      sups_.emplace(s.supervisor, s);
+    for (const auto& p : detail::sample_processes(*detail::runtime_of(self)))
+      if (sups_.count(p.parent) != 0) children_[p.parent].push_back(p);
+  }
+
+  std::string render() {
+    std::string out = "{\"supervisors\":[";
+    bool first = true;
+    for (const auto& [pid_, s] : sups_) {
+      const auto d = process_info(self_, pid_);
+      if (d && sups_.count(d->parent) != 0) continue;  // not a root
+      if (!first) out += ',';
+      first = false;
+      node(out, pid_, 0);
+    }
+    return out + "]}\n";
+  }
+
+ private:
+  void node(std::string& out, pid p, int depth) {
+    const auto d = process_info(self_, p);
+    out += '{';
+    json_field(out, "pid", p.to_string(), true);
+    json_field(out, "registered_name", d ? d->registered_name : std::string());
+    json_field(out, "initial_call", d ? d->initial_call : std::string());
+    json_field(out, "status", d ? to_string(d->status) : std::string_view("exited"));
+    json_number(out, "message_queue_len", d ? d->message_queue_len : 0);
+    const auto sup = sups_.find(p);
+    if (sup == sups_.end()) {
+      out += '}';
+      return;
+    }
+    json_field(out, "kind", sup->second.kind);
+    json_number(out, "restarts", sup->second.restarts);
+    const auto& kids = children_[p];
+    json_number(out, "children_total", kids.size());
+    out += ",\"children\":[";
+    const std::size_t shown = std::min(kids.size(), max_children_);
+    for (std::size_t i = 0; i < shown; ++i) {
+      if (i > 0) out += ',';
+      if (depth < 32)
+        node(out, kids[i].id, depth + 1);
+      else
+        out += "{}";  // a cycle cannot happen (pids are never reused); depth is bounded anyway
+    }
+    out += "]}";
+  }
+
+  basic_process& self_;
+  std::size_t max_children_;
+  std::map<pid, supervisor_statistics> sups_;
+  std::unordered_map<pid, std::vector<detail::process_sample>> children_;
+};
+
+}  // namespace
+
+http_answer route_http(basic_process& self, const http_endpoint_options& opts,
+                       std::string_view target) {
+  const query q = parse_target(target);
+  if (q.path == "/metrics")
+    return answer{200, "text/plain; version=0.0.4; charset=utf-8", prometheus_metrics(self)};
+  if (q.path == "/processes") return processes_page(self, q, opts.top_n);
+  if (q.path == "/tree") {
+    const auto n = number(q, "max_children", opts.tree_max_children);
+    if (!n) return bad_parameter("max_children");
+    return answer{200, "application/json", tree_builder(self, *n).render()};
+  }
+  if (q.path == "/")
+    return answer{200, "text/plain; charset=utf-8",
+                  "beamlet endpoint: /metrics /processes?n=20&by=message_queue_len|memory|"
+                  "reductions /tree?max_children=100\n"};
+  return answer{404, "text/plain; charset=utf-8", "beamlet: no such page\n"};
+}
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,220 @@
+// The HTTP endpoint (beamlet/http_endpoint.hpp), exercised by a real HTTP client: Python's
+// http.client and raw sockets (tests/http/http_check.py), on loopback.
+#include <beamlet/dynamic_supervisor.hpp>
+#include <beamlet/gen_server.hpp>
+#include <beamlet/http_endpoint.hpp>
+#include <beamlet/supervisor.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "test_support.hpp"
+
+#ifndef BEAMLET_HTTP_CHECK
+#error "BEAMLET_HTTP_CHECK must name tests/http/http_check.py"
+#endif
+
+namespace beamlet::test {
+namespace {
+
+struct go {};
+class worker : public gen_server<worker> {};
+
+struct client_result {
+  int status = -1;
+  std::string out;
+};
+
+/// Runs the Python client; its stdout, and its exit status (0: every check held).
+client_result run_client(const std::string& args) {
+  const std::string cmd = std::string("python3 ") + BEAMLET_HTTP_CHECK + " " + args + " 2>&1";
+  client_result r;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(f);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool running_under_asan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool running_under_asan = true;
+#else
+constexpr bool running_under_asan = false;
+#endif
+#else
+constexpr bool running_under_asan = false;
+#endif
+
+/// Resident memory of this process, in bytes.
+std::size_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+/// A small system to look at: app_sup with a worker and a pool of three, and a process with a
+/// backlog of 500 messages.
+struct system_under_test {
+  runtime rt;
+  captured_log quiet{rt};
+  mailbox me{rt};
+  pid backlog;
+
+  system_under_test() {
+    me.trap_exit(true);
+    auto sup = supervisor::start_link(me, {"app_sup"}, [] {
+      return supervisor_init(supervisor_flags{},
+                             {child_spec("worker", worker_start<worker>()),
+                              child_spec("pool", dynamic_supervisor_start({}, {"pool"}))
+                                  .with_type(child_type::supervisor)});
+    });
+    EXPECT_TRUE(sup.is_ok()) << sup;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(
+          dynamic_supervisor::start_child(me, "pool", child_spec("", worker_start<worker>()))
+              .has_value());
+    backlog = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
+    EXPECT_FALSE(rt.register_name("backlog", backlog));
+    for (int i = 0; i < 500; ++i) me.send(backlog, i);
+  }
+  ~system_under_test() { me.send(backlog, go{}); }
+};
+
+http_endpoint_options test_options() {
+  http_endpoint_options o;
+  o.request_timeout = std::chrono::milliseconds(500);
+  o.tree_max_children = 2;
+  return o;
+}
+
+TEST(HttpEndpoint, AnswersEveryPage) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  ASSERT_NE(ep.port(), 0);
+  EXPECT_TRUE(sys.rt.is_alive(ep.process()));
+  const auto r = run_client("pages " + std::to_string(ep.port()));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_GE(ep.stats().requests, 10u);
+}
+
+TEST(HttpEndpoint, MalformedAndOversizedRequests) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  const auto r = run_client("malformed " + std::to_string(ep.port()));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_GE(ep.stats().bad_requests, 2u);
+  // Still serving.
+  EXPECT_EQ(run_client("pages " + std::to_string(ep.port())).status, 0);
+}
+
+TEST(HttpEndpoint, AClientThatNeverFinishesIsCutOff) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  const auto r = run_client("slow " + std::to_string(ep.port()));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ep.stats().timeouts, 1u);
+  // Nothing leaks: the connection is gone.
+  EXPECT_TRUE(eventually([&] { return ep.stats().open_connections == 0; }));
+}
+
+TEST(HttpEndpoint, AThousandConcurrentRequests) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  const std::string port = std::to_string(ep.port());
+  auto first = run_client("concurrent " + port + " 1000");
+  ASSERT_EQ(first.status, 0) << first.out;
+  const std::size_t after_first = rss_bytes();
+  for (int round = 0; round < 2; ++round) {
+    const auto r = run_client("concurrent " + port + " 1000");
+    ASSERT_EQ(r.status, 0) << r.out;
+  }
+  // Memory stays bounded: more rounds do not keep growing the process. (Not under ASan, whose
+  // quarantine keeps freed memory resident on purpose.)
+  if (!running_under_asan) {
+    EXPECT_LT(rss_bytes(), after_first + 32u * 1024 * 1024);
+  }
+  EXPECT_TRUE(eventually([&] { return ep.stats().open_connections == 0; }));
+  EXPECT_EQ(ep.stats().connections, 3000u);
+  EXPECT_EQ(run_client("pages " + port).status, 0);
+}
+
+TEST(HttpEndpoint, OverTheConnectionLimitAnswers503) {
+  system_under_test sys;
+  auto opts = test_options();
+  opts.max_connections = 4;
+  auto ep = http_endpoint::start(sys.rt, opts);
+  const auto r = run_client("concurrent " + std::to_string(ep.port()) + " 200");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(eventually([&] { return ep.stats().open_connections == 0; }));
+}
+
+TEST(HttpEndpoint, StopClosesTheListener) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  const std::string port = std::to_string(ep.port());
+  const pid p = ep.process();
+  ep.stop();
+  EXPECT_FALSE(sys.rt.is_alive(p));
+  EXPECT_EQ(run_client("refused " + port).status, 0);
+  ep.stop();  // idempotent
+}
+
+TEST(HttpEndpoint, KillingTheProcessClosesTheListener) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  const std::string port = std::to_string(ep.port());
+  sys.rt.exit(ep.process(), exit_reason::kill());
+  ASSERT_TRUE(sys.rt.wait(ep.process(), 10s));
+  EXPECT_EQ(run_client("refused " + port).status, 0);
+}
+
+TEST(HttpEndpoint, UnderASupervisor) {
+  system_under_test sys;
+  auto opts = test_options();
+  auto sup = supervisor::start_link(sys.me, {"ops_sup"}, [opts] {
+    return supervisor_init(supervisor_flags{}, {child_spec("http", http_endpoint_start(opts))});
+  });
+  ASSERT_TRUE(sup.is_ok()) << sup;
+  const auto kids = supervisor::which_children(sys.me, "ops_sup");
+  ASSERT_EQ(kids.size(), 1u);
+  EXPECT_TRUE(sys.rt.is_alive(kids[0].pid));
+  supervisor::stop(sys.me, "ops_sup");
+  EXPECT_FALSE(sys.rt.is_alive(kids[0].pid));
+}
+
+TEST(HttpEndpoint, BadOptionsAndATakenPort) {
+  runtime rt;
+  http_endpoint_options bad;
+  bad.address = "localhost";  // not numeric
+  EXPECT_THROW(http_endpoint::start(rt, bad), std::invalid_argument);
+  bad.address = "127.0.0.1";
+  bad.max_connections = 0;
+  EXPECT_THROW(http_endpoint::start(rt, bad), std::invalid_argument);
+  auto first = http_endpoint::start(rt, {});
+  http_endpoint_options same;
+  same.port = first.port();
+  EXPECT_THROW(http_endpoint::start(rt, same), std::system_error);
+  // Under a supervisor the same failure is a start error.
+  mailbox me(rt);
+  me.trap_exit(true);
+  captured_log quiet(rt);
+  auto sup = supervisor::start_link(me, {}, [same] {
+    return supervisor_init(supervisor_flags{}, {child_spec("http", http_endpoint_start(same))});
+  });
+  ASSERT_FALSE(sup.is_ok());
+  EXPECT_NE(sup.reason().to_string().find("listen_error"), std::string::npos) << sup;
+}
+
+}  // namespace
+}  // namespace beamlet::test
