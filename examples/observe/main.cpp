@@ -57,8 +57,14 @@ class parser : public gen_server<parser> {
   }
 };
 
+// Tells the tour that an alarm was printed, so the tour's own output keeps its order on a busy
+// machine (the printer is a process like any other, and may wait for a scheduler).
+struct alarm_printed {
+  bool on;
+};
+
 // Prints the alarms the system monitor sends it.
-task<> alarm_printer(process& self) {
+task<> alarm_printer(process& self, pid tour) {
   for (;;) {
     auto m = co_await self.receive(on<monitor_alarm>());
     const monitor_alarm& a = m.get<monitor_alarm>();
@@ -67,7 +73,15 @@ task<> alarm_printer(process& self) {
                 a.pid.to_string().c_str(), name && !name->registered_name.empty() ? " " : "",
                 name ? name->registered_name.c_str() : "", a.queue_len);
     std::fflush(stdout);
+    self.send(tour, alarm_printed{a.on});
   }
+}
+
+// Waits (boundedly) for the printer to have printed an alarm `on` or off.
+void wait_for_alarm(mailbox& me, bool raised) {
+  const auto which = [raised](const alarm_printed& a) { return a.on == raised; };
+  if (!me.receive(on<alarm_printed>().when(which), after(30s)))
+    std::printf("(no long_message_queue %s alarm within 30 s)\n", raised ? "ON" : "off");
 }
 
 int usage(bool ok) {
@@ -102,7 +116,8 @@ int main(int argc, char** argv) {
   mailbox me(rt);
   me.trap_exit(true);
 
-  const pid printer = rt.spawn(alarm_printer);
+  const pid printer =
+      rt.spawn([tour = me.self()](process& self) { return alarm_printer(self, tour); });
   system_monitor_settings alarms;
   alarms.subscriber = printer;
   alarms.long_queue_enable = 5000;
@@ -127,7 +142,7 @@ int main(int argc, char** argv) {
 
   std::puts("a producer floods `ingest` with 20,000 events");
   for (int i = 0; i < 20'000; ++i) cast(me, server_ref<ingest>("ingest"), event{i});
-  std::this_thread::sleep_for(200ms);
+  wait_for_alarm(me, true);
 
   std::puts("\nthe top processes by message queue length (beamlet::top):");
   std::fputs(format_top(top(rt, 5, top_by::message_queue_len), top_by::message_queue_len).c_str(),
@@ -146,12 +161,7 @@ int main(int argc, char** argv) {
   logger::of(rt).flush();
 
   std::puts("\nwaiting for the backlog to drain (the alarm goes off under 500)");
-  for (int i = 0; i < 300; ++i) {
-    const auto now = process_info(rt, *rt.whereis("ingest"));
-    if (now && now->message_queue_len == 0) break;
-    std::this_thread::sleep_for(50ms);
-  }
-  std::this_thread::sleep_for(50ms);  // let the printer print
+  wait_for_alarm(me, false);
   std::printf("ingest's state: %s\n", sys::get_status(me, "ingest").state.c_str());
 
   if (serve > 0) {

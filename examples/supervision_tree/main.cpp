@@ -158,16 +158,17 @@ task<> demo(process& self) {
   std::puts("crashing bob's worker on purpose");
   const lookup_session who{"bob"};
   const pid before = co_await call(self, server_ref<registry>("registry"), who);
-  const ref watch = self.monitor(before);
   self.send(before, crash{});
-  auto down_msg =
-      co_await self.receive(on<down>().when([watch](const down& d) { return d.ref == watch; }));
-  std::printf("  %s exited: %s\n", before.to_string().c_str(),
-              down_msg.get<down>().reason.to_string().c_str());
+  // Nothing here monitors the worker: the reports on stderr tell what happened. The demo only
+  // waits until the registry knows bob's restarted worker (a new worker registers in its init).
+  pid after_restart = before;
+  for (int i = 0; i < 200 && (!after_restart || after_restart == before); ++i) {
+    co_await self.sleep(5ms);
+    after_restart = co_await call(self, server_ref<registry>("registry"), who);
+  }
 
   // The DynamicSupervisor restarted it: count_children answers after the restart is done.
   const child_counts counts = co_await dynamic_supervisor::count_children(self, workers);
-  const pid after_restart = co_await call(self, server_ref<registry>("registry"), who);
   std::printf("  bob is served by %s now; workers: %zu active of %zu\n",
               after_restart.to_string().c_str(), counts.active, counts.specs);
 

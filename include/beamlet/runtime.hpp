@@ -115,9 +115,8 @@ class runtime {
   bool is_alive(pid p) const noexcept;
   /// The runtime's time (runtime_options::clock).
   runtime_clock::time_point now() const noexcept;
-  /// Processes in the process table (mailboxes included). An exiting process counts until it
-  /// leaves the table, just after its links and monitors are told, so right after a DOWN the
-  /// count may include the dead process for a moment; is_alive() is already false by then.
+  /// Processes in the process table (mailboxes included). An exiting process leaves the table
+  /// before its links and monitors are told, so a DOWN received means it is no longer counted.
   std::size_t process_count() const noexcept;
   unsigned schedulers() const noexcept;
   /// The watchers of `p`, one entry per monitor (process_info(P, monitored_by)); empty if `p`

@@ -8,11 +8,13 @@
 //   - long_schedule: a process ran longer than the limit without suspending (a busy loop, a
 //     blocking call inside a process): the kind of bug that starves a scheduler.
 //
-// When: both alarms are checked where a process is scheduled out (the end of each run), not on
-// each send, so a queue that grows is seen when its owner next runs; a send to a process parked
-// in a receive makes it run, so only a process that waits for a busy scheduler is seen late.
+// When: never on a send. A queue is checked by its owner as it takes new arrivals in (each
+// receive that finds some) and where it is scheduled out (the end of each run); a send to a
+// process parked in a receive makes it run, so only a process that waits for a busy scheduler
+// is seen late. long_schedule is checked at the end of each run.
 //
-// Cost: when nobody subscribes, a send pays nothing and a process run one relaxed load. Settings replace the previous ones atomically enough for alarms (a
+// Cost: when nobody subscribes, a send pays nothing, and a process run and each batch of
+// arrivals one relaxed load. Settings replace the previous ones atomically enough for alarms (a
 // send racing with the change may use the old thresholds once). Alarms to a subscriber that has
 // died are dropped. Thread-safe.
 #pragma once

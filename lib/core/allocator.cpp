@@ -216,7 +216,6 @@ struct cache_cleaner {
   }
 }
 
-
 // The slow paths: the thread's first block, large blocks, an empty bin.
 [[gnu::noinline]] void* allocate_slow(std::size_t size) {
   thread_cache& tc = tls_cache;

@@ -161,16 +161,18 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.
   rt.names.release(p);
 
-  // Counted before anyone learns of the death: whoever got the DOWN sees it in the metrics.
+  // 4. Unpublished and counted before anyone learns of the death: whoever got the DOWN sees it
+  //    in process_count and in the metrics (whose exit totals are derived from the table).
+  //    Lookups fail from here on, which is what they would find a moment later anyway.
   count_exit(rt, p->reason);
+  rt.table.remove(p->id());
 
-  // 4. Links and watchers.
+  // 5. Links and watchers.
   signal_links(p);
   signal_watchers(p);
   drop_own_monitors(p);
 
-  // 5. Unpublish and free once no thread can still hold a pointer.
-  rt.table.remove(p->id());
+  // 6. Free once no thread can still hold a pointer.
   if (!p->external) rt.retire(p);
 }
 

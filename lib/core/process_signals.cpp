@@ -254,6 +254,10 @@ void drain_arrivals(proc* p, drain_mode mode) {
     n = next;
   }
   flush_run();
+  // The owner sees its queue grow here, as it takes arrivals in (a load, no store, per batch;
+  // the send path pays nothing): a busy process is caught at its next receive.
+  if ((p->rt()->monitor.active.load(std::memory_order_relaxed) & monitor_queue) != 0) [[unlikely]]
+    check_queue_alarm(p);
 }
 
 void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept {
