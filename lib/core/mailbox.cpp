@@ -71,7 +71,8 @@ void receive_blocking(proc* p, receive_op& op) {
     // (workers publish theirs between runs; see runtime_core.hpp).
     ~count_guard() {
       if (const std::uint64_t n = messages_moved - before; n != 0)
-        count(*p->rt(), &event_counters::delivered, n);
+        count(
+            *p->rt(), [](event_counters & c) -> auto& { return c.delivered; }, n);
     }
   } counted{p};
   drain(p, drain_mode::until_kill);
@@ -114,8 +115,6 @@ void receive_blocking(proc* p, receive_op& op) {
     }
     drain(p, drain_mode::until_kill);
     if (p->exiting) die(p);
-    if ((p->rt()->monitor.active.load(std::memory_order_relaxed) & monitor_queue) != 0)
-      check_queue_alarm(p);
     if (op.scan(p->queue)) return;
     if (p->deferred != nullptr) {
       drain(p);

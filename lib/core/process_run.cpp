@@ -202,13 +202,8 @@ void count_exit(runtime_core& rt, const exit_reason& reason) noexcept {
     default:
       break;
   }
-  const thread_counters& t = this_thread_counters;
-  if (t.rt == &rt) {
-    auto& c = t.cell->exits[cls];
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  } else {
-    rt.outside_counters.exits[cls].fetch_add(1, std::memory_order_relaxed);
-  }
+  count(
+      rt, [cls](event_counters & c) -> auto& { return c.exits[cls]; });
 }
 
 std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexcept {

@@ -118,16 +118,17 @@ struct thread_counters {
 };
 inline thread_local thread_counters this_thread_counters{};
 
-/// Adds to a counter of runtime `rt` in this thread's cell: the worker's own, bumped without a
-/// read-modify-write, or the runtime's shared cell on other threads.
-inline void count(runtime_core& rt, std::atomic<std::uint64_t> event_counters::*field,
-                  std::uint64_t n = 1) noexcept {
+/// Adds to the counter `pick` selects (a callable: event_counters& -> the counter) of runtime
+/// `rt` in this thread's cell: the worker's own, bumped without a read-modify-write, or the
+/// runtime's shared cell on other threads.
+template <class Pick>
+inline void count(runtime_core& rt, Pick pick, std::uint64_t n = 1) noexcept {
   const thread_counters& t = this_thread_counters;
   if (t.rt == &rt) {
-    auto& c = t.cell->*field;  // only this worker writes its cell
+    std::atomic<std::uint64_t>& c = pick(*t.cell);  // only this worker writes its cell
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   } else {
-    (rt.outside_counters.*field).fetch_add(n, std::memory_order_relaxed);
+    pick(rt.outside_counters).fetch_add(n, std::memory_order_relaxed);
   }
 }
 

@@ -205,20 +205,6 @@ std::string format_state(const void* server) {
   }
 }
 
-/// The name process_info and reports give a server: S, or S::initial_call when S names one
-/// (the supervisors name their public class rather than their private server).
-template <class S>
-struct server_initial_call {
-  using type = S;
-};
-template <class S>
-  requires requires {
-    typename S::initial_call;
-  }
-struct server_initial_call<S> {
-  using type = typename S::initial_call;
-};
-
 /// What the loop knows about its server, for the non-template helpers.
 struct server_identity {
   const void* server;
@@ -289,7 +275,7 @@ task<> server_main(process& self, const starter& st, std::string name, Args... a
   sys_state sys;
   last_message current;
   const server_identity who{&*server, &server_type_id<S>,
-                            &typeid(typename server_initial_call<S>::type), &format_state<S>,
+                            &typeid(typename initial_call_of<S>::type), &format_state<S>,
                             st.parent()};
   for (;;) {
     std::optional<dispatched> d;
@@ -359,7 +345,7 @@ task<> server_main(process& self, const starter& st, std::string name, Args... a
 template <class S, class... Args>
 class server_body_fn {
  public:
-  using initial_call = typename server_initial_call<S>::type;
+  using initial_call = typename initial_call_of<S>::type;
   server_body_fn(std::string name, Args... args)
       : name_(std::move(name)), args_(std::move(args)...) {}
   // The body object lives in the process until it ends, so the coroutine may use `this`.
