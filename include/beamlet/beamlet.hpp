@@ -15,11 +15,14 @@
 #include <beamlet/log_event.hpp>
 #include <beamlet/logger.hpp>
 #include <beamlet/mailbox.hpp>
+#include <beamlet/mailbox_limit.hpp>
 #include <beamlet/metrics.hpp>
 #include <beamlet/partition_supervisor.hpp>
+#include <beamlet/priority.hpp>
 #include <beamlet/proc_lib.hpp>
 #include <beamlet/process.hpp>
 #include <beamlet/process_info.hpp>
+#include <beamlet/rate_limit.hpp>
 #include <beamlet/receive.hpp>
 #include <beamlet/runtime.hpp>
 #include <beamlet/start_result.hpp>

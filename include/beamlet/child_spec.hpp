@@ -155,6 +155,28 @@ class start_function {
   const std::type_info* target_ = nullptr;
 };
 
+/// Exponential backoff between the restarts of one child (beyond OTP, like Akka's backoff
+/// supervisor), so a crashing dependency is not hammered by a restart loop. Restart number k
+/// (counted from 0 since the child last ran for `reset_after`) waits min * 2^k, capped at max,
+/// then stretched by a random factor in [1, 1 + jitter). The child is `restarting` meanwhile;
+/// every restart still counts toward the supervisor's intensity when it is decided, so a child
+/// that keeps crashing still escalates. Under one_for_all and rest_for_one the group is stopped
+/// at once and started again when the delay is over. Validation: min >= 0, max >= min, reset_after >= 0,
+/// 0 <= jitter <= 1 ({invalid_backoff, ...} otherwise).
+struct restart_backoff {
+  std::chrono::milliseconds min{100};
+  std::chrono::milliseconds max{10000};
+  std::chrono::milliseconds reset_after{30000};
+  double jitter = 0.2;
+
+  /// The delay of restart number `attempt`, before jitter.
+  std::chrono::milliseconds delay(unsigned attempt) const noexcept {
+    auto d = min;
+    for (unsigned i = 0; i < attempt && d < max; ++i) d *= 2;
+    return d < max ? d : max;
+  }
+};
+
 /// Not an aggregate on purpose: specs are often built as temporaries inside a co_await
 /// (`co_await supervisor::start_child(self, sup, child_spec("id", f))`), which GCC 12
 /// miscompiles for aggregates with destructors (docs/gcc12-coroutines.md). Build with the
@@ -185,6 +207,10 @@ class child_spec {
     significant = s;
     return std::move(*this);
   }
+  child_spec&& with_backoff(restart_backoff b) && {
+    backoff = b;
+    return std::move(*this);
+  }
 
   /// Unique among the children of a static supervisor; ignored by DynamicSupervisor.
   std::string id;
@@ -198,6 +224,8 @@ class child_spec {
   /// OTP 24+: with the supervisor's auto_shutdown, this child's exit may end the supervisor.
   /// Only transient and temporary children may be significant.
   bool significant = false;
+  /// Spaces the restarts of this child (restart_backoff); none by default, as OTP.
+  std::optional<restart_backoff> backoff;
 
   /// The shutdown in effect, defaults applied.
   shutdown_spec effective_shutdown() const noexcept {
@@ -218,6 +246,7 @@ enum class spec_errc : std::uint8_t {
   bad_combination,       ///< a permanent child marked significant
   duplicate_child_name,  ///< two children of one static supervisor with the same id
   invalid_significant,   ///< a significant child given to a DynamicSupervisor
+  invalid_backoff,       ///< a restart_backoff out of range
 };
 
 struct spec_error {

@@ -20,6 +20,14 @@
 // reproduce BEAM. A failed restart is retried behind the queued messages ($gen_restart), and
 // every retry counts toward the intensity.
 //
+// Overload control (beyond Elixir, all off by default; docs/operations.md): `start_rate` caps
+// the starts per second with a token bucket, and `shed_above` answers start requests with
+// {error, overloaded} while more than that many messages are queued; an operator can force
+// shedding on or off at runtime (set_shedding). Both answer before the start function runs and
+// start nothing. supervisor_options::mailbox bounds the queue itself, and
+// supervisor_options::priority lets the management calls overtake a backlog. A child spec's
+// `backoff` spaces its restarts (beamlet/child_spec.hpp).
+//
 // Thread-safety: a dynamic supervisor is a process. The process overloads are called from a
 // process, the mailbox overloads from the thread owning the mailbox.
 #pragma once
@@ -39,6 +47,7 @@
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>
 #include <beamlet/process.hpp>
+#include <beamlet/rate_limit.hpp>
 #include <beamlet/start_result.hpp>
 #include <beamlet/supervisor.hpp>
 #include <beamlet/task.hpp>
@@ -57,6 +66,20 @@ struct dynamic_supervisor_flags {
   std::optional<std::int64_t> max_children{};
   /// Prepended to every child start (see extra_arguments and worker_start_extra).
   extra_arguments extra{};
+  /// Start-rate limit: start requests over it get {error, rate_limited} (sup_errc) at once and
+  /// start nothing. Restarts are not limited (the intensity governs them). Invalid rates give
+  /// {supervisor_data, {invalid_start_rate, R}}.
+  std::optional<rate_limit> start_rate{};
+  /// Load shedding: while more than this many messages are queued in the supervisor, start
+  /// requests get {error, overloaded} and start nothing. set_shedding overrides it.
+  std::optional<std::size_t> shed_above{};
+};
+
+/// The operator's override of a dynamic supervisor's load shedding.
+enum class shedding : std::uint8_t {
+  automatic,  ///< follow shed_above (no shedding without it)
+  on,         ///< refuse every start request with overloaded
+  off,        ///< never shed
 };
 
 /// What a dynamic supervisor's init returns: flags, or ignore. A default-constructed value is a
@@ -135,6 +158,12 @@ class dynamic_supervisor {
                                      timeout_value timeout = infinity);
   static void stop(mailbox& me, dynamic_supervisor_ref sup,
                    exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
+
+  /// Forces shedding on or off, or back to automatic, at once: the switch is read by the
+  /// supervisor at each start request, without a message, so it works however deep the queue
+  /// is. Any thread. False if `sup` is not a live dynamic supervisor.
+  static bool set_shedding(runtime& rt, pid sup, shedding mode);
+  static bool set_shedding(basic_process& self, pid sup, shedding mode);
 };
 
 /// A start function for a dynamic supervisor as the child of another supervisor:

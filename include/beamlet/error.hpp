@@ -17,9 +17,10 @@ BEAMLET_BEGIN_NAMESPACE
 enum class errc {
   not_registered = 1,  ///< send/whereis/unregister of a name nobody holds (Erlang: badarg)
   name_taken,          ///< register_name: another process holds the name
-  not_alive,           ///< register_name: the process is not alive
+  not_alive,           ///< register_name, try_send: the process is not alive
   already_named,       ///< register_name: the process already has a name
   invalid_name,        ///< empty name, or the reserved `undefined`
+  mailbox_full,        ///< try_send: the target's bounded mailbox refused the message
 };
 
 const std::error_category& error_category() noexcept;

@@ -79,8 +79,11 @@ struct server_options {
   timeout_value timeout{};
   /// How to wait for the ack; nullopt follows the starting process's ack_wait flag.
   std::optional<ack_wait> wait{};
+  /// Bounds the server's mailbox (beamlet/mailbox_limit.hpp): requests over the capacity are
+  /// refused, and their calls fail at once with call_error kind mailbox_full.
+  mailbox_limit mailbox{};
 
-  start_options start() const { return {timeout, wait}; }
+  start_options start() const { return {timeout, wait, mailbox}; }
 };
 
 /// Base class of gen_server implementations: `class my_server : public gen_server<my_server>`.

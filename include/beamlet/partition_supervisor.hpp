@@ -48,6 +48,8 @@
 
 #include <beamlet/child_spec.hpp>
 #include <beamlet/config.hpp>
+#include <beamlet/dynamic_supervisor.hpp>
+#include <beamlet/rate_limit.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>
 #include <beamlet/process.hpp>
@@ -112,6 +114,10 @@ struct partition_supervisor_options {
   timeout_value timeout;
   /// How the supervisor waits for its children's init acks.
   ack_wait wait = ack_wait::scan;
+  /// Start-rate limit over all partitions together, applied by start_child below (in the
+  /// caller: a refused start never reaches a partition). Per partition, give the partitions'
+  /// dynamic_supervisor_flags a start_rate. Invalid: {supervisor_data, {invalid_start_rate, R}}.
+  std::optional<rate_limit> total_start_rate{};
 };
 
 class partition_supervisor {
@@ -121,6 +127,12 @@ class partition_supervisor {
   static task<start_result> start_link(process& self, const partition_supervisor_options& opts);
   static start_result start_link(mailbox& me, const partition_supervisor_options& opts);
 
+  /// DynamicSupervisor.start_child on key's partition, after the total start rate: over it,
+  /// {error, rate_limited} at once and nothing is started. The partitions must be dynamic
+  /// supervisors. Exits as via() routing does for an unknown supervisor.
+  static task<sup_result<start_result>> start_child(process& self, std::string_view name,
+                                                    partition_key key, child_spec spec,
+                                                    timeout_value timeout = infinity);
   /// {via, PartitionSupervisor, {Name, Key}}: the child of key's partition, resolved at use.
   static via_name via(std::string name, partition_key key);
   /// The same, for a supervisor known by pid.

@@ -49,6 +49,11 @@ struct init_ack_message {
   ref tag;
   start_result result;
 };
+namespace detail {
+// A starter waits for this: a bounded mailbox never drops it.
+template <>
+inline constexpr bool is_control_message<init_ack_message> = true;
+}  // namespace detail
 
 /// Handed to a child started through proc_lib: how to acknowledge its initialisation.
 class starter {
@@ -74,6 +79,8 @@ struct start_options {
   timeout_value timeout{};
   /// How to wait; nullopt uses the starting process's ack_wait flag.
   std::optional<ack_wait> wait{};
+  /// Bounds the child's mailbox (beamlet/mailbox_limit.hpp); unbounded by default.
+  mailbox_limit mailbox{};
 };
 
 namespace detail {
@@ -138,7 +145,9 @@ template <class Self, class Fn>
 task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   if (opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan) {
     // OTP 25 sync_start_link/2: {ack, Pid, Ret} or {'EXIT', Pid, Reason}, keyed on the pid.
-    const pid child = self.spawn_link(child_body(std::move(fn), starter(self.self(), ref())));
+    const pid child = self.spawn_opt(child_body(std::move(fn), starter(self.self(), ref())),
+                                     {.link = true, .mailbox = opts.mailbox})
+                          .pid;
     set_waiting_for(self, "init ack from", child);
     auto m = co_await receive_on(self, ack_from(child), exit_from(child), start_timeout(opts));
     if (auto* a = m.template get_if<init_ack_message>()) co_return std::move(a->result);
@@ -152,7 +161,7 @@ task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   // the backlog. The tag is made first so the child can carry it.
   const ref tag = self.make_ref(marked);
   const spawn_result sr = self.spawn_opt(child_body(std::move(fn), starter(self.self(), tag)),
-                                         {.link = true, .monitor = true});
+                                         {.link = true, .monitor = true, .mailbox = opts.mailbox});
   const auto deadline = deadline_after(wait_now(self), opts.timeout);
   set_waiting_for(self, "init ack from", sr.pid);
   auto m = co_await receive_on(self, since(tag), ack_tagged(tag), down_of(sr.monitor),
@@ -214,7 +223,8 @@ task<start_result> start(process& self, F&& body, start_options opts = {}) {
   // OTP 25 sync_start/2 waits on {ack, Pid, Ret} (pid-keyed) or {'DOWN', Ref, ...}: no marker.
   const ref tag = scan ? ref() : self.make_ref(marked);
   const spawn_result sr = self.spawn_opt(
-      detail::child_body(std::move(fn), starter(self.self(), tag)), {.monitor = true});
+      detail::child_body(std::move(fn), starter(self.self(), tag)),
+      {.monitor = true, .mailbox = opts.mailbox});
   auto done = [&](auto&& m) -> std::optional<start_result> {
     if (auto* a = m.template get_if<init_ack_message>()) {
       self.demonitor(sr.monitor, flush);

@@ -36,6 +36,8 @@
 #include <beamlet/detail/core.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/ids.hpp>
+#include <beamlet/mailbox_limit.hpp>
+#include <beamlet/priority.hpp>
 #include <beamlet/receive.hpp>
 #include <beamlet/system_messages.hpp>
 #include <beamlet/task.hpp>
@@ -51,11 +53,15 @@ struct spawn_result {
   beamlet::ref monitor;
 };
 
-/// Options of spawn_opt: link and/or monitor the child atomically with its creation.
+/// Options of spawn_opt: link and/or monitor the child atomically with its creation, and bound
+/// its mailbox (beamlet/mailbox_limit.hpp).
 struct spawn_options {
   bool link = false;
   bool monitor = false;
   bool marked = false;  ///< with monitor: the monitor ref carries a receive marker
+  /// Capacity 0 (the default): unbounded. A policy outside the enum throws
+  /// std::invalid_argument from the spawn.
+  mailbox_limit mailbox{};
 };
 
 /// How a process waits for a child's init acknowledgement in proc_lib-style starts (see
@@ -98,6 +104,30 @@ class basic_process {
   template <message T>
   [[nodiscard]] std::error_code send(std::string_view name, T&& msg) const {
     return detail::send_node_named(*rt_, name, detail::make_message(std::forward<T>(msg)));
+  }
+  /// Sends `msg` to `to` and says whether it was queued: {} when it was (or will be, for a
+  /// drop_oldest mailbox), errc::mailbox_full when `to`'s bounded mailbox refused it, and
+  /// errc::not_alive when `to` is not alive. With a `reject` mailbox a refused message is handed
+  /// back: an lvalue `msg` holds it again (moved back); with the other policies it is dropped.
+  template <message T>
+  [[nodiscard]] std::error_code try_send(pid to, T&& msg) const {
+    using D = std::decay_t<T>;
+    detail::message_node* back = nullptr;
+    const auto st =
+        detail::send_node_checked(*rt_, to, detail::make_message(std::forward<T>(msg)), &back);
+    if (back != nullptr) {
+      if constexpr (std::is_lvalue_reference_v<T> && !std::is_const_v<std::remove_reference_t<T>> &&
+                    std::is_move_assignable_v<D>)
+        msg = std::move(detail::payload<D>(back));
+      detail::destroy_node(back);
+    }
+    return detail::status_error(st);
+  }
+  /// Sends `msg` through a priority alias (beamlet/priority.hpp): its owner receives it ahead of
+  /// its ordinary messages. Dropped, like a send to a dead pid, when the alias is not active.
+  template <message T>
+  void send(const priority_alias& to, T&& msg) const {
+    detail::send_priority_node(*rt_, to, detail::make_message(std::forward<T>(msg)));
   }
   /// Delivers `msg` to `to` after `delay` (erlang:send_after). The returned ref cancels it.
   /// As on BEAM, the timer is cancelled when `to` exits, and a timer aimed at a pid that is
@@ -160,6 +190,10 @@ class basic_process {
   /// trapped. Sent to oneself, a signal that kills takes effect at once: this function throws
   /// exit_exception.
   void exit(pid target, const exit_reason& reason);
+  /// A priority exit signal (EEP 76: exit(Alias, Reason, [priority])): acted on as exit(pid,
+  /// reason) by the alias's owner, ahead of its ordinary messages when it traps exits. No
+  /// effect if the alias is not active.
+  void exit(const priority_alias& target, const exit_reason& reason);
   /// Turns exit signals into exit_message messages (process_flag(trap_exit, on)). Returns the
   /// previous value.
   bool trap_exit(bool on) noexcept;
@@ -188,6 +222,15 @@ class basic_process {
   bool demonitor(ref r) noexcept;
   /// demonitor(Ref, [flush]): also removes a DOWN for `r` that is already queued.
   bool demonitor(ref r, flush_t) noexcept;
+
+  // -- priority messages (EEP 76, beamlet/priority.hpp) ------------------------------------
+
+  /// A new priority alias of this process. With `publish`, it also becomes the alias that
+  /// published_priority_alias(pid) returns (replacing any earlier published one).
+  [[nodiscard]] priority_alias make_priority_alias(bool publish = false);
+  /// Deactivates an alias of this process: later priority messages through it are dropped.
+  /// Returns false if it was not active (or not this process's).
+  bool unalias(const priority_alias& a) noexcept;
 
   // -- names (spec §9) ----------------------------------------------------------------------
 
@@ -343,6 +386,7 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
   proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn));
   task<> t;
   try {
+    if (flags.mailbox.capacity != 0) set_mailbox_limit(p, flags.mailbox);
     Fn* fn = ::new (body_storage(p)) Fn(std::forward<F>(body));
     set_body_type(p, &body_descriptor_of<Fn>);
     // The body's first frame is the child's, not the spawner's.
@@ -358,5 +402,10 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
 }
 
 }  // namespace detail
+
+/// The priority alias `p` published (beamlet/priority.hpp), if it is alive and has one.
+inline std::optional<priority_alias> published_priority_alias(basic_process& self, pid p) noexcept {
+  return detail::published_priority_alias(*detail::runtime_of(self), p);
+}
 
 BEAMLET_END_NAMESPACE

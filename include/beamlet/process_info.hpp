@@ -54,6 +54,10 @@ struct process_details {
   std::size_t message_queue_len = 0;
   std::uint64_t messages_received = 0;  ///< messages ever queued
   std::uint64_t messages_examined = 0;  ///< messages looked at by receives (the scan cost)
+  /// A bounded mailbox's capacity (0: unbounded), and the messages its limit refused or
+  /// dropped (beamlet/mailbox_limit.hpp).
+  std::size_t mailbox_capacity = 0;
+  std::uint64_t messages_dropped = 0;
   std::uint64_t reductions = 0;
   bool trap_exit = false;
   std::string registered_name;  ///< "" if none

@@ -136,4 +136,10 @@ class runtime {
   std::unique_ptr<detail::runtime_core> core_;
 };
 
+/// The priority alias `p` published (beamlet/priority.hpp), if it is alive and has one. Any
+/// thread.
+inline std::optional<priority_alias> published_priority_alias(runtime& rt, pid p) noexcept {
+  return detail::published_priority_alias(rt.core(), p);
+}
+
 BEAMLET_END_NAMESPACE

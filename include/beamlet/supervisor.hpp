@@ -93,6 +93,9 @@ enum class sup_errc : std::uint8_t {
   start_failed,        ///< the start function failed with reason() (OTP: {Reason, Child})
   invalid_child_spec,  ///< the spec did not validate (spec())
   max_children,        ///< DynamicSupervisor: max_children reached
+  rate_limited,        ///< DynamicSupervisor: over its start_rate (nothing was started)
+  overloaded,          ///< DynamicSupervisor: shedding load (nothing was started)
+  mailbox_full,        ///< the supervisor's bounded mailbox refused the request
 };
 
 struct sup_error {
@@ -134,6 +137,14 @@ struct supervisor_options {
   timeout_value timeout{};
   /// How the supervisor waits for its children's init acks (default: scan, as OTP).
   ack_wait wait = ack_wait::scan;
+  /// Bounds the supervisor's mailbox (beamlet/mailbox_limit.hpp). Requests it refuses fail at
+  /// once: start_child with sup_errc::mailbox_full, the other calls with call_error kind
+  /// mailbox_full. Exit signals, init acks and system messages are never refused.
+  mailbox_limit mailbox{};
+  /// Publishes a priority alias (beamlet/priority.hpp): which_children, count_children,
+  /// terminate_child, stop, and a parent supervisor's shutdown then reach the supervisor ahead
+  /// of every queued start request.
+  bool priority = false;
 };
 
 namespace detail {

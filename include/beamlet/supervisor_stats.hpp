@@ -30,6 +30,8 @@ struct supervisor_statistics {
   std::uint64_t start_child_calls = 0;   ///< start_child requests handled
   std::uint64_t start_child_errors = 0;  ///< of which failed (not `ignore`)
   std::size_t children = 0;              ///< children it holds now (specs, for a static one)
+  std::uint64_t rate_limited = 0;  ///< start requests refused by the start rate (dynamic)
+  std::uint64_t overloaded = 0;    ///< start requests refused by load shedding (dynamic)
 };
 
 /// Every live supervisor of `rt`, in pid order.

@@ -13,6 +13,7 @@
 #include <string>
 
 #include <beamlet/config.hpp>
+#include <beamlet/detail/message.hpp>
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/ids.hpp>
 
@@ -29,6 +30,14 @@ struct exit_message {
   beamlet::pid from;  ///< the sender of the exit signal (the null pid: from outside)
   exit_reason reason;
 };
+
+namespace detail {
+// Made by the runtime for the process itself: a bounded mailbox never counts or drops them.
+template <>
+inline constexpr bool is_control_message<down> = true;
+template <>
+inline constexpr bool is_control_message<exit_message> = true;
+}  // namespace detail
 
 /// What the system monitor (beamlet/system_monitor.hpp) sends its subscriber:
 /// {monitor, Pid, long_message_queue, Bool} and {monitor, Pid, long_schedule, Info} in OTP.

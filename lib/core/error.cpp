@@ -19,6 +19,8 @@ class category final : public std::error_category {
         return "the process already has a registered name";
       case errc::invalid_name:
         return "invalid name (empty, or the reserved 'undefined')";
+      case errc::mailbox_full:
+        return "the process's bounded mailbox is full";
     }
     return "unknown beamlet error";
   }

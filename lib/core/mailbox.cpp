@@ -84,6 +84,7 @@ void receive_blocking(proc* p, receive_op& op) {
     proc* p;
     receive_op& op;
     ~end_guard() {
+      settle_matched(p, op);
       if (op.since != 0) p->queue.clear_marker(op.since);
       {
         // p->op is what process_info reads (under the mutex) while the mailbox waits.
@@ -99,7 +100,7 @@ void receive_blocking(proc* p, receive_op& op) {
     std::lock_guard lock(p->wait_state().mu);
     p->op = &op;
   }
-  if (op.scan(p->queue)) return;
+  if (scan_mailbox(p, op)) return;
   if (p->deferred != nullptr) {
     drain(p);
     die(p);
@@ -115,7 +116,7 @@ void receive_blocking(proc* p, receive_op& op) {
     }
     drain(p, drain_mode::until_kill);
     if (p->exiting) die(p);
-    if (op.scan(p->queue)) return;
+    if (scan_mailbox(p, op)) return;
     if (p->deferred != nullptr) {
       drain(p);
       die(p);

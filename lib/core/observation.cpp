@@ -283,6 +283,10 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   s.queue_bytes = p->queue.bytes();
   s.messages_received = p->queue.received() + undrained;
   s.messages_examined = p->queue.scanned();
+  if (p->bound != nullptr) {
+    s.mailbox_capacity = static_cast<std::size_t>(p->bound->capacity);
+    s.messages_dropped = p->bound->dropped.load(std::memory_order_relaxed);
+  }
   s.reductions = p->reductions_done.load(std::memory_order_relaxed);
   s.trap_exit = p->trap_flag.load(std::memory_order_relaxed);
   s.parent = p->parent;
@@ -379,6 +383,7 @@ runtime_stats stats_of(runtime_core& rt) {
     s.exits_error += c.exits[2].load(std::memory_order_relaxed);
     s.messages_delivered += c.delivered.load(std::memory_order_relaxed);
   };
+  s.messages_dropped = rt.messages_dropped.load(std::memory_order_relaxed);
   add(rt.outside_counters);
   s.schedulers = rt.sched.size();
   rt.sched.for_each_worker([&](const worker& w) {

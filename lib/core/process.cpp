@@ -2,6 +2,9 @@
 #include <beamlet/error.hpp>
 #include <beamlet/process.hpp>
 
+#include <algorithm>
+#include <limits>
+#include <memory>
 #include <new>
 
 #include "process_ops.hpp"
@@ -21,6 +24,8 @@ proc::~proc() {
     deallocate(timer, sizeof(timer_entry));
   }
   if (external) wait_state().~external_wait();
+  delete bound;
+  delete prio;
 }
 
 void free_proc(void* obj) noexcept {
@@ -130,7 +135,72 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
 
 void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
   pin guard(rt);
-  deliver(rt, to, n);
+  proc* p = rt.table.lookup(to);
+  if (p == nullptr) {
+    destroy_node(n);
+    return;
+  }
+  if (p->bound != nullptr) [[unlikely]] {
+    push_bounded(p, n, nullptr);
+    return;
+  }
+  push(p, n);
+}
+
+send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
+                              message_node** give_back) noexcept {
+  pin guard(rt);
+  proc* p = rt.table.lookup(to);
+  if (p == nullptr) {
+    destroy_node(n);
+    return send_status::no_process;
+  }
+  if (p->bound != nullptr) return push_bounded(p, n, give_back);
+  return push(p, n) ? send_status::queued : send_status::no_process;
+}
+
+std::error_code status_error(send_status s) noexcept {
+  switch (s) {
+    case send_status::queued:
+      return {};
+    case send_status::full:
+      return errc::mailbox_full;
+    case send_status::no_process:
+      return errc::not_alive;
+  }
+  return {};
+}
+
+send_status send_priority_node(runtime_core& rt, const priority_alias& to,
+                               message_node* n) noexcept {
+  message_node* wrapper;
+  try {
+    wrapper = make_node<priority_signal>(priority_tag, priority_signal{to.id.value(), n});
+  } catch (...) {
+    destroy_node(n);  // out of memory: lost, as a message to a process that cannot take it
+    return send_status::no_process;
+  }
+  pin guard(rt);
+  return deliver(rt, to.owner, wrapper) ? send_status::queued : send_status::no_process;
+}
+
+std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid who) noexcept {
+  pin guard(rt);
+  proc* p = rt.table.lookup(who);
+  if (p == nullptr) return std::nullopt;
+  const std::uint64_t a = p->published_alias.load(std::memory_order_acquire);
+  if (a == 0) return std::nullopt;
+  return priority_alias{who, ref(a)};
+}
+
+void set_mailbox_limit(proc* p, const mailbox_limit& limit) {
+  if (static_cast<std::uint8_t>(limit.policy) > static_cast<std::uint8_t>(overflow_policy::reject))
+    throw std::invalid_argument("beamlet: spawn_options::mailbox: unknown overflow_policy");
+  auto b = std::make_unique<mailbox_bound>();
+  b->capacity = static_cast<std::int64_t>(
+      std::min<std::size_t>(limit.capacity, std::numeric_limits<std::int64_t>::max()));
+  b->policy = limit.policy;
+  delete std::exchange(p->bound, b.release());
 }
 
 std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept {
@@ -391,7 +461,36 @@ std::size_t basic_process::message_queue_len() noexcept {
     detail::drain(p_);
   } catch (...) {
   }
-  return p_->queue.size();
+  const std::size_t urgent = p_->prio != nullptr ? p_->prio->queue.size() : 0;
+  return p_->queue.size() + urgent;
+}
+
+priority_alias basic_process::make_priority_alias(bool publish) {
+  detail::proc* p = p_;
+  if (p->prio == nullptr) p->prio = new detail::priority_state;
+  const std::uint64_t id = rt_->new_ref();
+  p->prio->aliases.push_back(id);
+  if (publish) p->published_alias.store(id, std::memory_order_release);
+  return priority_alias{self_, ref(id)};
+}
+
+bool basic_process::unalias(const priority_alias& a) noexcept {
+  detail::proc* p = p_;
+  if (a.owner != self_ || p->prio == nullptr) return false;
+  auto& v = p->prio->aliases;
+  const auto it = std::find(v.begin(), v.end(), a.id.value());
+  if (it == v.end()) return false;
+  v.erase(it);
+  if (p->published_alias.load(std::memory_order_relaxed) == a.id.value())
+    p->published_alias.store(0, std::memory_order_relaxed);
+  return true;
+}
+
+void basic_process::exit(const priority_alias& target, const exit_reason& reason) {
+  if (!target) return;
+  detail::message_node* inner = detail::make_node<detail::exit_signal>(
+      detail::exit_tag, detail::exit_signal{self_, reason, false});
+  detail::send_priority_node(*rt_, target, inner);
 }
 
 std::vector<pid> basic_process::monitors() const {

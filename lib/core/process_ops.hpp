@@ -19,6 +19,11 @@ struct event_counters;
 /// Pushes `n` onto p's inbox and reschedules p if it was parked. Returns false (and destroys
 /// `n`) when p has exited.
 bool push(proc* p, message_node* n) noexcept;
+/// push() for a process with a bounded mailbox (p->bound set): applies its policy to an ordinary
+/// message. A message a reject mailbox refuses goes to *give_back when it is not null.
+send_status push_bounded(proc* p, message_node* n, message_node** give_back) noexcept;
+/// A bounded mailbox's owner took `n` out of its queue (a receive matched it).
+void message_left(proc* p, const message_node* n) noexcept;
 /// push() to the process with pid `to`; false (node destroyed) if there is none.
 bool deliver(runtime_core& rt, pid to, message_node* n) noexcept;
 
@@ -42,6 +47,20 @@ void drain_arrivals(proc* p, drain_mode mode);
 inline void drain(proc* p, drain_mode mode = drain_mode::all) {
   if (p->deferred != nullptr || p->inbox.load(std::memory_order_relaxed) != inbox_word::empty)
     drain_arrivals(p, mode);
+}
+/// The part of scan_mailbox for a process with priority messages queued.
+bool scan_priority_first(proc* p, receive_op& op);
+/// Runs op's scan over p's mailbox: the priority messages first (EEP 76), then the queue from
+/// op.position.
+inline bool scan_mailbox(proc* p, receive_op& op) {
+  if (p->prio != nullptr && !p->prio->queue.empty()) [[unlikely]]
+    return scan_priority_first(p, op);
+  return op.scan(p->queue);
+}
+/// What a receive's end owes a bounded mailbox: the message it took no longer counts.
+inline void settle_matched(proc* p, const receive_op& op) noexcept {
+  if (p->bound != nullptr && op.matched != nullptr) [[unlikely]]
+    message_left(p, op.matched);
 }
 /// Parks p in its current receive unless something arrived. True when parked: from then on
 /// another thread may own p.

@@ -111,7 +111,7 @@ class run_meter {
     receive_op* op = p->op;
     bool done;
     try {
-      done = op->scan(p->queue);
+      done = scan_mailbox(p, *op);
     } catch (...) {
       op->error = std::current_exception();  // a guard threw: rethrown at the co_await
       done = true;
@@ -303,7 +303,7 @@ bool receive_begin(proc* p, receive_op& op) {
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
   const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
   if (op.has_timeout && !poll) op.deadline = deadline_after(p->rt()->now(), op.timeout);
-  bool done = op.scan(p->queue);
+  bool done = scan_mailbox(p, op);
   if (!done && p->deferred != nullptr) {
     drain(p);  // the killing signal applies: suspend, and the scheduler ends the process
     return false;
@@ -325,6 +325,7 @@ void receive_suspend(proc* p, receive_op& op, std::coroutine_handle<> h) noexcep
 }
 
 void receive_end(proc* p, receive_op& op) noexcept {
+  settle_matched(p, op);
   if (op.since != 0) p->queue.clear_marker(op.since);
   p->op = nullptr;
   // Tested first: an unconditional store here measurably slows a ping-pong, and most receives

@@ -1,4 +1,5 @@
 // Inbox delivery and signal handling (spec §1.1, §2, §3).
+#include <algorithm>
 #include <cassert>
 #include <utility>
 
@@ -25,9 +26,11 @@ void wake(proc* p) noexcept {
   }
 }
 
-// A trapped exit becomes an ordinary message (spec §2 rule 6).
-void trap(proc* p, pid from, exit_reason reason) {
-  p->queue.push_back(make_message(exit_message{from, std::move(reason)}));
+// A trapped exit becomes an ordinary message (spec §2 rule 6), or a priority one when the
+// signal came through a priority alias.
+void trap(proc* p, pid from, exit_reason reason, bool priority) {
+  message_queue& q = priority ? p->prio->queue : p->queue;
+  q.push_back(make_message(exit_message{from, std::move(reason)}));
 }
 
 void begin_exit(proc* p, exit_reason reason) noexcept {
@@ -36,7 +39,7 @@ void begin_exit(proc* p, exit_reason reason) noexcept {
   p->reason = std::move(reason);
 }
 
-void handle_exit_signal(proc* p, message_node* n) {
+void handle_exit_signal(proc* p, message_node* n, bool priority = false) {
   auto& sig = payload<exit_signal>(n);
   if (sig.via_link) {
     // A link exit only counts while the link exists: unlink() makes it harmless (§2 rule 3).
@@ -47,7 +50,7 @@ void handle_exit_signal(proc* p, message_node* n) {
   if (!sig.via_link && k == exit_reason::kind::kill) {
     begin_exit(p, exit_reason::killed());  // untrappable (§2 rule 7)
   } else if (p->trap) {
-    trap(p, sig.from, std::move(sig.reason));
+    trap(p, sig.from, std::move(sig.reason), priority);
   } else if (k == exit_reason::kind::normal) {
     // Ignored, except exit(self(), normal), which ends the caller (§2 rule 7).
     if (!sig.via_link && sig.from == p->id()) begin_exit(p, exit_reason::normal());
@@ -90,6 +93,19 @@ bool handle_signal(proc* p, message_node* n) {
       n->type = ext->message_form;
       p->queue.push_back(n);
       return true;
+    }
+    case signal_kind::priority: {
+      auto& s = payload<priority_signal>(n);
+      // Only an active alias delivers (EEP 76): otherwise dropped, with what it carries.
+      if (p->exiting || p->prio == nullptr) return false;
+      const auto& active = p->prio->aliases;
+      if (std::find(active.begin(), active.end(), s.alias) == active.end()) return false;
+      if (s.inner->type->kind == node_kind::message) {
+        p->prio->queue.push_back(std::exchange(s.inner, nullptr));
+      } else {
+        handle_exit_signal(p, s.inner, /*priority=*/true);
+      }
+      return false;
     }
     case signal_kind::timeout:
       if (p->timer_armed && payload<timeout_signal>(n).seq == p->receive_seq) {
@@ -172,6 +188,14 @@ namespace {
 
 // Would acting on this exit signal end the process? (Mirrors handle_exit_signal.)
 bool kills(proc* p, message_node* n) {
+  if (kind_of(n) == signal_kind::priority) {
+    // A priority exit signal counts only through an active alias.
+    const auto& s = payload<priority_signal>(n);
+    if (p->prio == nullptr || s.inner->type->kind != node_kind::signal) return false;
+    const auto& active = p->prio->aliases;
+    if (std::find(active.begin(), active.end(), s.alias) == active.end()) return false;
+    n = s.inner;
+  }
   if (kind_of(n) != signal_kind::exit || p->exiting) return false;
   const auto& sig = payload<exit_signal>(n);
   if (sig.via_link && !p->links.contains(sig.from.serial())) return false;
@@ -202,7 +226,68 @@ message_node* take_arrivals(proc* p) {
   return head;
 }
 
+// drop_oldest: the oldest ordinary messages go until the mailbox is back at its capacity.
+// Arrivals still in the inbox count too, so this may leave fewer than capacity queued.
+void trim_oldest(proc* p) noexcept {
+  mailbox_bound& b = *p->bound;
+  std::int64_t excess = b.count.load(std::memory_order_relaxed) - b.capacity;
+  message_node* prev = p->queue.head();
+  while (excess > 0 && prev->next != nullptr) {
+    message_node* n = prev->next;
+    if (!counted_message(n)) {
+      prev = n;
+      continue;
+    }
+    // A parked receive remembers the last message it examined: keep that position valid.
+    if (p->op != nullptr && p->op->position == n) p->op->position = prev;
+    destroy_node(p->queue.unlink_after(prev));
+    b.count.fetch_sub(1, std::memory_order_relaxed);
+    b.dropped.fetch_add(1, std::memory_order_relaxed);
+    p->rt()->messages_dropped.fetch_add(1, std::memory_order_relaxed);
+    --excess;
+  }
+}
+
 }  // namespace
+
+send_status push_bounded(proc* p, message_node* n, message_node** give_back) noexcept {
+  mailbox_bound& b = *p->bound;
+  if (!counted_message(n)) return push(p, n) ? send_status::queued : send_status::no_process;
+  if (b.policy == overflow_policy::drop_oldest) {
+    b.count.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // Reserve a place first, so the mailbox never holds more than its capacity.
+    std::int64_t c = b.count.load(std::memory_order_relaxed);
+    do {
+      if (c >= b.capacity) {
+        b.dropped.fetch_add(1, std::memory_order_relaxed);
+        p->rt()->messages_dropped.fetch_add(1, std::memory_order_relaxed);
+        if (give_back != nullptr && b.policy == overflow_policy::reject)
+          *give_back = n;
+        else
+          destroy_node(n);
+        return send_status::full;
+      }
+    } while (!b.count.compare_exchange_weak(c, c + 1, std::memory_order_relaxed));
+  }
+  if (!push(p, n)) {
+    b.count.fetch_sub(1, std::memory_order_relaxed);
+    return send_status::no_process;
+  }
+  return send_status::queued;
+}
+
+bool scan_priority_first(proc* p, receive_op& op) {
+  message_node* const saved = op.position;
+  op.position = p->prio->queue.head();
+  if (op.scan(p->prio->queue)) return true;
+  op.position = saved;
+  return op.scan(p->queue);
+}
+
+void message_left(proc* p, const message_node* n) noexcept {
+  if (counted_message(n)) p->bound->count.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void drain_arrivals(proc* p, drain_mode mode) {
   message_node* first = take_arrivals(p);
@@ -254,6 +339,8 @@ void drain_arrivals(proc* p, drain_mode mode) {
     n = next;
   }
   flush_run();
+  if (p->bound != nullptr && p->bound->policy == overflow_policy::drop_oldest) [[unlikely]]
+    trim_oldest(p);
   // The owner sees its queue grow here, as it takes arrivals in (a load, no store, per batch;
   // the send path pays nothing): a busy process is caught at its next receive.
   if ((p->rt()->monitor.active.load(std::memory_order_relaxed) & monitor_queue) != 0) [[unlikely]]

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <beamlet/detail/core.hpp>
 #include <beamlet/detail/message_queue.hpp>
@@ -110,6 +111,23 @@ struct external_wait {
   std::condition_variable cv;
 };
 
+/// A bounded mailbox (beamlet/mailbox_limit.hpp). Made before the process is published and
+/// freed with its memory, so a sender that found the process may read it at any time.
+struct mailbox_bound {
+  std::int64_t capacity = 0;
+  overflow_policy policy = overflow_policy::drop_newest;
+  /// Ordinary messages in the inbox and the queue: senders add, the owner subtracts as they
+  /// leave. Under drop_oldest it may pass capacity until the owner trims.
+  std::atomic<std::int64_t> count{0};
+  std::atomic<std::uint64_t> dropped{0};  ///< refused, dropped or trimmed
+};
+
+/// Priority messages (beamlet/priority.hpp), made by the first priority alias. Owner only.
+struct priority_state {
+  message_queue queue;                 ///< received ahead of proc::queue
+  std::vector<std::uint64_t> aliases;  ///< the active priority aliases (a few at most)
+};
+
 /// Registration state, so that exit can skip the registry lock for processes that never had a
 /// name: only open -> closed happens without the lock.
 enum class reg_state : std::uint8_t { open, named, closed };
@@ -124,6 +142,8 @@ struct proc {
 
   // -- written by other threads ------------------------------------------------------------------
   std::atomic<std::uintptr_t> inbox{inbox_word::empty};
+  /// Set before publication when the mailbox is bounded; read by senders (same line as inbox).
+  mailbox_bound* bound = nullptr;
 
   // -- immutable after publication: the handle passed to the body, which also carries the pid
   // and the runtime (sent-to processes are looked up by pid, so this stays on the hot line) ---
@@ -145,6 +165,7 @@ struct proc {
   receive_op* op = nullptr;
   std::coroutine_handle<> resume_point;
   message_queue queue;
+  priority_state* prio = nullptr;  ///< made by the first priority alias
   message_node* deferred = nullptr;  ///< signals held back by drain(until_kill), in order
   // Read by process_info from any thread, written by the owner with relaxed stores: next to
   // the queue's counters, on a line a run touches anyway.
@@ -188,6 +209,8 @@ struct proc {
   /// The receive timeout, armed while blocked in a receive with `after`; made on first use
   /// (most processes never wait with a timeout).
   timer_entry* timer = nullptr;
+  /// The priority alias published for others to find (0: none); written by the owner.
+  std::atomic<std::uint64_t> published_alias{0};
 
   /// The body (a copy of the callable) follows the process in the same allocation, at
   /// proc_body_offset.

@@ -85,6 +85,8 @@ class runtime_core {
   /// threw): with the table's insert count they give the spawn and exit totals.
   std::atomic<std::uint64_t> mailboxes_opened{0};
   std::atomic<std::uint64_t> discarded{0};
+  /// Messages bounded mailboxes refused or dropped (an atomic add: only overload pays it).
+  std::atomic<std::uint64_t> messages_dropped{0};
   /// Events counted on threads that are not this runtime's workers (atomic adds).
   event_counters outside_counters;
 

@@ -15,7 +15,16 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-enum class signal_kind : std::uint8_t { none = 0, link, unlink, exit, down, timeout, reply };
+enum class signal_kind : std::uint8_t {
+  none = 0,
+  link,
+  unlink,
+  exit,
+  down,
+  timeout,
+  reply,
+  priority
+};
 static_assert(static_cast<std::uint8_t>(signal_kind::reply) == reply_signal);
 
 struct link_signal {
@@ -32,6 +41,21 @@ struct exit_signal {
 struct timeout_signal {
   std::uint32_t seq;
 };
+/// A message or an exit signal sent through a priority alias: the receiver unwraps it into its
+/// priority queue if the alias is still active, and drops it otherwise.
+struct priority_signal {
+  std::uint64_t alias;
+  message_node* inner;
+
+  priority_signal(std::uint64_t a, message_node* n) noexcept : alias(a), inner(n) {}
+  priority_signal(priority_signal&& o) noexcept : alias(o.alias), inner(o.inner) {
+    o.inner = nullptr;
+  }
+  priority_signal& operator=(priority_signal&&) = delete;
+  ~priority_signal() {
+    if (inner != nullptr) destroy_node(inner);
+  }
+};
 
 template <class T, signal_kind K>
 inline constexpr type_descriptor signal_type{&destroy_typed<T>, &typeid(T),
@@ -42,6 +66,8 @@ inline constexpr const type_descriptor* link_tag = &signal_type<link_signal, sig
 inline constexpr const type_descriptor* unlink_tag =
     &signal_type<unlink_signal, signal_kind::unlink>;
 inline constexpr const type_descriptor* exit_tag = &signal_type<exit_signal, signal_kind::exit>;
+inline constexpr const type_descriptor* priority_tag =
+    &signal_type<priority_signal, signal_kind::priority>;
 inline constexpr const type_descriptor* timeout_tag =
     &signal_type<timeout_signal, signal_kind::timeout>;
 /// A DOWN in transit: becomes a `down` message if the watcher still holds the monitor. Same

@@ -81,6 +81,9 @@ std::string render(detail::runtime_core& core, const metrics_options& opts) {
   w.sample("exits_total", s.exits_error, "reason=\"error\"");
   w.family("messages_total", "counter", "Messages that reached a process's queue.");
   w.sample("messages_total", s.messages_delivered);
+  w.family("messages_dropped_total", "counter",
+           "Messages bounded mailboxes refused or dropped.");
+  w.sample("messages_dropped_total", s.messages_dropped);
   w.family("timers", "gauge", "Pending receive timeouts and send_after timers.");
   w.sample("timers", s.timers);
   w.family("run_queue_length", "gauge", "Runnable processes queued on each scheduler.");
@@ -104,6 +107,14 @@ std::string render(detail::runtime_core& core, const metrics_options& opts) {
            "start_child requests that failed, per supervisor.");
   for (const auto& x : sups)
     w.sample("supervisor_start_child_errors_total", x.start_child_errors, sup_labels(x));
+  w.family("supervisor_start_child_refused_total", "counter",
+           "start_child requests refused by overload control, per supervisor and cause.");
+  for (const auto& x : sups) {
+    w.sample("supervisor_start_child_refused_total", x.rate_limited,
+             sup_labels(x) + ",cause=\"rate_limited\"");
+    w.sample("supervisor_start_child_refused_total", x.overloaded,
+             sup_labels(x) + ",cause=\"overloaded\"");
+  }
   w.family("supervisor_children", "gauge", "Children held, per supervisor.");
   for (const auto& x : sups) w.sample("supervisor_children", x.children, sup_labels(x));
 

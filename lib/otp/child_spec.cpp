@@ -11,7 +11,8 @@ std::string spec_error::to_string() const {
   static const char* const names[] = {
       "missing_id",       "missing_start",        "invalid_restart_type",
       "invalid_shutdown", "invalid_child_type",   "invalid_modules",
-      "bad_combination",  "duplicate_child_name", "invalid_significant"};
+      "bad_combination",  "duplicate_child_name", "invalid_significant",
+      "invalid_backoff"};
   const auto i = static_cast<unsigned>(code);
   const char* name = i < std::size(names) ? names[i] : "invalid_child_spec";
   if (detail.empty()) return name;
@@ -35,6 +36,15 @@ std::optional<spec_error> validate(const child_spec& s, bool require_id) {
   }
   for (const std::string& m : s.modules)
     if (m.empty()) return spec_error{spec_errc::invalid_modules, "[<<>>]"};
+  if (s.backoff) {
+    const restart_backoff& b = *s.backoff;
+    if (b.min.count() < 0 || b.max < b.min || b.reset_after.count() < 0 || !(b.jitter >= 0) ||
+        b.jitter > 1)
+      return spec_error{spec_errc::invalid_backoff,
+                        "{" + std::to_string(b.min.count()) + "," + std::to_string(b.max.count()) +
+                            "," + std::to_string(b.reset_after.count()) + "," +
+                            std::to_string(b.jitter) + "}"};
+  }
   if (s.significant && s.restart == restart_type::permanent)
     return spec_error{spec_errc::bad_combination, "[{restart,permanent},{significant,true}]"};
   return std::nullopt;

@@ -2,6 +2,7 @@
 #include <beamlet/dynamic_supervisor.hpp>
 
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -32,6 +33,10 @@ struct dyn_count_children {
 struct gen_restart {
   pid old;
 };
+/// A restart postponed by the child's backoff, due now.
+struct backoff_restart {
+  pid old;
+};
 /// The kill timer of one shutdown-time group during a parallel shutdown.
 struct kill_timer {
   std::uint64_t group;
@@ -40,6 +45,7 @@ struct kill_timer {
 struct dyn_child {
   child_spec spec;
   bool restarting = false;
+  backoff_state backoff;
 };
 
 const char* strategy_name(restart_strategy s) {
@@ -67,6 +73,14 @@ std::optional<std::string> check_dynamic_flags(const dynamic_supervisor_flags& f
   if (f.max_seconds <= 0) return concat({"{invalid_period,", std::to_string(f.max_seconds), "}"});
   if (f.max_children && *f.max_children < 0)
     return concat({"{invalid_max_children,", std::to_string(*f.max_children), "}"});
+  if (f.start_rate) {
+    try {
+      token_bucket check(*f.start_rate);
+    } catch (const std::invalid_argument&) {
+      return concat({"{invalid_start_rate,{", std::to_string(f.start_rate->per_second), ",",
+                     std::to_string(f.start_rate->burst), "}}"});
+    }
+  }
   return std::nullopt;
 }
 
@@ -88,8 +102,8 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
  public:
   using initial_call = beamlet::dynamic_supervisor;  // what process_info and reports call it
 
-  dynamic_supervisor_server(dynamic_supervisor_init_fn init, ack_wait wait)
-      : init_fn_(std::move(init)), wait_(wait) {}
+  dynamic_supervisor_server(dynamic_supervisor_init_fn init, ack_wait wait, bool priority)
+      : init_fn_(std::move(init)), wait_(wait), priority_(priority) {}
 
   gen::init_result init();
   task<sup_result<start_result>> handle_call(dyn_start_child& r, from<sup_result<start_result>>);
@@ -107,9 +121,15 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
   task<std::optional<gen::action>> restart(pid old);
   /// Elixir's terminate_children/2: signal every child, then wait for all (§7.4 rule 19).
   task<> terminate_children();
+  /// Runs the start function of the child kept under `old` again.
+  task<> start_again(pid old);
+  /// Overload control: why a start request must be refused now, if it must.
+  std::optional<sup_errc> refuse_start();
 
   dynamic_supervisor_init_fn init_fn_;
   ack_wait wait_;
+  bool priority_;
+  std::optional<token_bucket> start_bucket_;
   dynamic_supervisor_flags flags_;
   children_t children_;
   restart_window window_;
@@ -130,13 +150,33 @@ gen::init_result dynamic_supervisor_server::init() {
     return std::move(*end);
   flags_ = std::move(si.flags);
   window_ = restart_window(flags_.max_restarts, flags_.max_seconds);
+  if (flags_.start_rate) start_bucket_.emplace(*flags_.start_rate);
+  if (priority_) (void)self().make_priority_alias(/*publish=*/true);
   stats_.enroll(self(), "dynamic_supervisor");
   return gen::ok();
+}
+
+std::optional<sup_errc> dynamic_supervisor_server::refuse_start() {
+  if (start_bucket_ && !start_bucket_->try_acquire(self().now())) {
+    supervisor_counters::bump(stats_->rate_limited);
+    return sup_errc::rate_limited;
+  }
+  const auto mode = static_cast<shedding>(stats_->shed_mode.load(std::memory_order_relaxed));
+  const bool shed = mode == shedding::on ||
+                    (mode == shedding::automatic && flags_.shed_above &&
+                     self().message_queue_len() > *flags_.shed_above);
+  if (shed) {
+    supervisor_counters::bump(stats_->overloaded);
+    return sup_errc::overloaded;
+  }
+  return std::nullopt;
 }
 
 task<sup_result<start_result>> dynamic_supervisor_server::handle_call(
     dyn_start_child& r, from<sup_result<start_result>>) {
   supervisor_counters::bump(stats_->start_child_calls);
+  // Overload control first: a refused request costs the supervisor no start.
+  if (const auto refused = refuse_start()) co_return unexpected(error_of(*refused));
   // §7.2 rule 8: checked before the start function runs; restarting children count.
   if (flags_.max_children && static_cast<std::int64_t>(children_.size()) >= *flags_.max_children)
     co_return unexpected(error_of(sup_errc::max_children));
@@ -145,7 +185,9 @@ task<sup_result<start_result>> dynamic_supervisor_server::handle_call(
   if (s.is_ok()) {
     // A temporary child is never restarted: keep no start function (and none of its captures).
     if (r.spec.restart == restart_type::temporary) r.spec.start = nullptr;
-    children_.insert_or_assign(s.pid(), dyn_child{std::move(r.spec), false});
+    dyn_child c{std::move(r.spec), false, {}};
+    c.backoff.started(self().now());
+    children_.insert_or_assign(s.pid(), std::move(c));
     stats_->set_children(children_.size());
     co_return s;
   }
@@ -194,6 +236,13 @@ child_counts dynamic_supervisor_server::handle_call(const dyn_count_children&, f
 }
 
 task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
+  if (auto* b = m.get_if<backoff_restart>()) {
+    auto it = children_.find(b->old);
+    // Terminated meanwhile: nothing to do.
+    if (it == children_.end() || !it->second.restarting) co_return gen::noreply();
+    co_await start_again(b->old);
+    co_return gen::noreply();
+  }
   if (auto* g = m.get_if<gen_restart>()) {
     auto it = children_.find(g->old);
     // The child was terminated meanwhile: ignored (§7.3 rule 13).
@@ -229,6 +278,19 @@ task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
     stats_->set_children(children_.size());
     co_return gen::stop(exit_reason::shutdown());
   }
+  dyn_child& c = children_.at(old);
+  if (c.spec.backoff) {
+    // Decided now (and counted above); started when the delay is over.
+    const auto delay = c.backoff.next_delay(*c.spec.backoff, self().now(), c.restarting);
+    c.restarting = true;
+    self().send_after(self().self(), backoff_restart{old}, delay);
+    co_return std::nullopt;
+  }
+  co_await start_again(old);
+  co_return std::nullopt;
+}
+
+task<> dynamic_supervisor_server::start_again(pid old) {
   // The same args again, extra_arguments first (§7.3 rule 13). The node is stable while this
   // waits: nothing else runs in the supervisor meanwhile.
   dyn_child& c = children_.at(old);
@@ -238,6 +300,7 @@ task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
     auto node = children_.extract(old);
     node.key() = s.pid();
     node.mapped().restarting = false;
+    node.mapped().backoff.started(self().now());
     children_.insert(std::move(node));
   } else if (s.is_ignore()) {
     children_.erase(old);
@@ -248,7 +311,6 @@ task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
     c.restarting = true;
     self().send(self().self(), gen_restart{old});
   }
-  co_return std::nullopt;
 }
 
 task<> dynamic_supervisor_server::terminate(const exit_reason&) {
@@ -298,10 +360,10 @@ task<> dynamic_supervisor_server::terminate_children() {
         self().exit(w.child, exit_reason::kill());
         break;
       case shutdown_spec::kind::infinite:
-        self().exit(w.child, exit_reason::shutdown());
+        signal_shutdown(self(), w.child);
         break;
       case shutdown_spec::kind::timeout:
-        self().exit(w.child, exit_reason::shutdown());
+        signal_shutdown(self(), w.child);
         groups[how.time().count()].push_back(mon);
         break;
     }
@@ -354,10 +416,22 @@ task<> dynamic_supervisor_server::terminate_children() {
 
 using detail::dynamic_supervisor_server;
 
+namespace {
+bool set_shedding_in(detail::runtime_core& rt, pid sup, shedding mode) {
+  if (static_cast<std::uint8_t>(mode) > static_cast<std::uint8_t>(shedding::off))
+    throw std::invalid_argument("dynamic_supervisor::set_shedding: unknown mode");
+  const auto c = detail::find_supervisor(rt, sup);
+  if (c == nullptr || std::string_view(c->kind) != "dynamic_supervisor") return false;
+  c->shed_mode.store(static_cast<std::uint8_t>(mode), std::memory_order_relaxed);
+  return true;
+}
+}  // namespace
+
 task<start_result> dynamic_supervisor::start_link(process& self, supervisor_options opts,
                                                   dynamic_supervisor_init_fn init) {
-  const server_options so{opts.name, opts.timeout, std::nullopt};
-  co_return co_await dynamic_supervisor_server::start_link(self, so, std::move(init), opts.wait);
+  const server_options so{opts.name, opts.timeout, std::nullopt, opts.mailbox};
+  co_return co_await dynamic_supervisor_server::start_link(self, so, std::move(init), opts.wait,
+                                                           opts.priority);
 }
 
 task<start_result> dynamic_supervisor::start_link(process& self, supervisor_options opts,
@@ -370,7 +444,8 @@ start_result dynamic_supervisor::start_link(mailbox& me, supervisor_options opts
                                             const dynamic_supervisor_flags& flags) {
   dynamic_supervisor_init_fn init = [flags]() { return dynamic_supervisor_init(flags); };
   return dynamic_supervisor_server::start_link(
-      me, server_options{opts.name, opts.timeout, std::nullopt}, std::move(init), opts.wait);
+      me, server_options{opts.name, opts.timeout, std::nullopt, opts.mailbox}, std::move(init),
+      opts.wait, opts.priority);
 }
 
 task<sup_result<start_result>> dynamic_supervisor::start_child(process& self,
@@ -380,25 +455,30 @@ task<sup_result<start_result>> dynamic_supervisor::start_child(process& self,
   if (auto e = detail::check_dynamic_spec(spec))
     co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
   detail::dyn_start_child req{std::move(spec)};
-  co_return co_await call(self, sup, req, timeout);
+  try {
+    co_return co_await call(self, sup, req, timeout);
+  } catch (const call_error& e) {
+    if (e.which() != call_error::kind::mailbox_full) throw;
+  }
+  co_return unexpected(detail::error_of(sup_errc::mailbox_full));
 }
 
 task<sup_result<void>> dynamic_supervisor::terminate_child(process& self,
                                                            dynamic_supervisor_ref sup, pid child,
                                                            timeout_value timeout) {
   const detail::dyn_terminate_child req{child};
-  co_return co_await call(self, sup, req, timeout);
+  co_return co_await call(self, sup, req, priority, timeout);
 }
 
 task<std::vector<child_info>> dynamic_supervisor::which_children(process& self,
                                                                  dynamic_supervisor_ref sup,
                                                                  timeout_value timeout) {
-  co_return co_await call(self, sup, detail::dyn_which_children{}, timeout);
+  co_return co_await call(self, sup, detail::dyn_which_children{}, priority, timeout);
 }
 
 task<child_counts> dynamic_supervisor::count_children(process& self, dynamic_supervisor_ref sup,
                                                       timeout_value timeout) {
-  co_return co_await call(self, sup, detail::dyn_count_children{}, timeout);
+  co_return co_await call(self, sup, detail::dyn_count_children{}, priority, timeout);
 }
 
 task<> dynamic_supervisor::stop(process& self, dynamic_supervisor_ref sup, exit_reason reason,
@@ -411,22 +491,27 @@ sup_result<start_result> dynamic_supervisor::start_child(mailbox& me, dynamic_su
   if (auto e = detail::check_dynamic_spec(spec))
     return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
   detail::dyn_start_child req{std::move(spec)};
-  return call(me, sup, req, timeout);
+  try {
+    return call(me, sup, req, timeout);
+  } catch (const call_error& e) {
+    if (e.which() != call_error::kind::mailbox_full) throw;
+  }
+  return unexpected(detail::error_of(sup_errc::mailbox_full));
 }
 
 sup_result<void> dynamic_supervisor::terminate_child(mailbox& me, dynamic_supervisor_ref sup,
                                                      pid child, timeout_value timeout) {
-  return call(me, sup, detail::dyn_terminate_child{child}, timeout);
+  return call(me, sup, detail::dyn_terminate_child{child}, priority, timeout);
 }
 
 std::vector<child_info> dynamic_supervisor::which_children(mailbox& me, dynamic_supervisor_ref sup,
                                                            timeout_value timeout) {
-  return call(me, sup, detail::dyn_which_children{}, timeout);
+  return call(me, sup, detail::dyn_which_children{}, priority, timeout);
 }
 
 child_counts dynamic_supervisor::count_children(mailbox& me, dynamic_supervisor_ref sup,
                                                 timeout_value timeout) {
-  return call(me, sup, detail::dyn_count_children{}, timeout);
+  return call(me, sup, detail::dyn_count_children{}, priority, timeout);
 }
 
 void dynamic_supervisor::stop(mailbox& me, dynamic_supervisor_ref sup, exit_reason reason,
@@ -434,10 +519,19 @@ void dynamic_supervisor::stop(mailbox& me, dynamic_supervisor_ref sup, exit_reas
   beamlet::stop(me, sup, std::move(reason), timeout);
 }
 
+bool dynamic_supervisor::set_shedding(runtime& rt, pid sup, shedding mode) {
+  return set_shedding_in(rt.core(), sup, mode);
+}
+
+bool dynamic_supervisor::set_shedding(basic_process& self, pid sup, shedding mode) {
+  return set_shedding_in(*detail::runtime_of(self), sup, mode);
+}
+
 start_function dynamic_supervisor_start(dynamic_supervisor_flags flags, supervisor_options opts) {
   return [flags = std::move(flags), name = std::string(opts.name), timeout = opts.timeout,
-          wait = opts.wait](process& sup) -> task<start_result> {
-    const supervisor_options o{name, timeout, wait};
+          wait = opts.wait, mailbox = opts.mailbox,
+          prio = opts.priority](process& sup) -> task<start_result> {
+    const supervisor_options o{name, timeout, wait, mailbox, prio};
     co_return co_await dynamic_supervisor::start_link(sup, o, flags);
   };
 }

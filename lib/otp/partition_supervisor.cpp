@@ -39,13 +39,14 @@ std::shared_ptr<partition_table> partition_tables::find(runtime_core& rt, pid ow
   return nullptr;
 }
 
-std::shared_ptr<partition_table> partition_tables::get_or_create(runtime_core& rt, pid owner,
-                                                                 int partitions) {
+std::shared_ptr<partition_table> partition_tables::get_or_create(
+    runtime_core& rt, pid owner, int partitions, const std::optional<rate_limit>& total_rate) {
   std::unique_lock lock(mu_);
   if (auto it = tables_.find(owner); it != tables_.end()) return it->second;
   // Drop the tables of supervisors that exited without being looked up since.
   std::erase_if(tables_, [&](const auto& entry) { return !is_alive_in(rt, entry.first); });
   auto table = std::make_shared<partition_table>(owner, partitions);
+  if (total_rate) table->total_rate = std::make_unique<token_bucket>(*total_rate);
   tables_.emplace(owner, table);
   return table;
 }
@@ -102,11 +103,13 @@ int default_partitions(const runtime_core& rt) {
 
 /// Partition p's start: records the started pid in the supervisor's table (§8.2 rule 6). It
 /// runs again on every restart, so the table follows restarts.
-start_function recording_start(start_function inner, int p, int n) {
-  return [inner = std::move(inner), p, n](process& sup,
-                                          const extra_arguments& extra) -> task<start_result> {
+start_function recording_start(start_function inner, int p, int n,
+                               std::optional<rate_limit> total_rate) {
+  return [inner = std::move(inner), p, n, total_rate](
+             process& sup, const extra_arguments& extra) -> task<start_result> {
     runtime_core& rt = *runtime_of(sup);
-    const auto table = extension<partition_tables>(rt).get_or_create(rt, sup.self(), n);
+    const auto table =
+        extension<partition_tables>(rt).get_or_create(rt, sup.self(), n, total_rate);
     start_result r = co_await inner(sup, extra);
     if (r.is_ok()) table->set(p, r.pid());
     co_return r;
@@ -123,13 +126,22 @@ expected<std::vector<child_spec>, exit_reason> partition_children(
   const int n = o.partitions.value_or(default_partitions(rt));
   if (n <= 0)
     return bad(concat({"{supervisor_data,{invalid_partitions,", std::to_string(n), "}}"}));
+  if (o.total_start_rate) {
+    try {
+      token_bucket check(*o.total_start_rate);
+    } catch (const std::invalid_argument&) {
+      return bad(concat({"{supervisor_data,{invalid_start_rate,{",
+                         std::to_string(o.total_start_rate->per_second), ",",
+                         std::to_string(o.total_start_rate->burst), "}}}"}));
+    }
+  }
   std::vector<child_spec> children;
   children.reserve(static_cast<std::size_t>(n));
   for (int p = 0; p < n; ++p) {
     child_spec s = o.with_arguments ? o.with_arguments(o.child, p) : o.child;
     if (!s.start) return bad(concat({"{start_spec,{missing_start,", std::to_string(p), "}}"}));
     s.id = std::to_string(p);
-    s.start = recording_start(std::move(s.start), p, n);
+    s.start = recording_start(std::move(s.start), p, n, o.total_start_rate);
     children.push_back(std::move(s));
   }
   return children;
@@ -164,6 +176,18 @@ start_result partition_supervisor::start_link(mailbox& me,
   };
   return supervisor::start_link(me, supervisor_options{opts.name, opts.timeout, opts.wait},
                                 std::move(init));
+}
+
+task<sup_result<start_result>> partition_supervisor::start_child(process& self,
+                                                                 std::string_view name,
+                                                                 partition_key key,
+                                                                 child_spec spec,
+                                                                 timeout_value timeout) {
+  const auto table = detail::table_named(*detail::runtime_of(self), name);
+  if (table->total_rate && !table->total_rate->try_acquire(self.now()))
+    co_return unexpected(sup_error{sup_errc::rate_limited, pid(), {}, std::nullopt});
+  const pid to = table->get(key.partition(table->partitions()));
+  co_return co_await dynamic_supervisor::start_child(self, to, std::move(spec), timeout);
 }
 
 via_name partition_supervisor::via(std::string name, partition_key key) {

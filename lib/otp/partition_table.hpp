@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
 
 #include <beamlet/extension.hpp>
 #include <beamlet/ids.hpp>
+#include <beamlet/rate_limit.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -30,6 +32,9 @@ class partition_table {
   /// the null pid if none ever started.
   pid get(int p) const noexcept { return pid(pids_[p].load(std::memory_order_acquire)); }
   void set(int p, pid child) noexcept { pids_[p].store(child.serial(), std::memory_order_release); }
+  /// The limit on starts through partition_supervisor::start_child, all partitions together
+  /// (null: none). Set once, before the table is published.
+  std::unique_ptr<token_bucket> total_rate;
 
  private:
   pid owner_;
@@ -42,7 +47,8 @@ class partition_tables final : public runtime_extension {
   /// The table of the live supervisor `owner`, if any.
   std::shared_ptr<partition_table> find(runtime_core& rt, pid owner);
   /// The table of `owner`, created with `partitions` slots on first use.
-  std::shared_ptr<partition_table> get_or_create(runtime_core& rt, pid owner, int partitions);
+  std::shared_ptr<partition_table> get_or_create(runtime_core& rt, pid owner, int partitions,
+                                                 const std::optional<rate_limit>& total_rate);
   void erase(pid owner);
 
  private:

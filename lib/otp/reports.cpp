@@ -141,6 +141,11 @@ class supervisor_registry final : public runtime_extension {
     for (auto& [p, c] : all_) out.push_back(c);
     return out;
   }
+  std::shared_ptr<supervisor_counters> find(pid p) {
+    std::lock_guard lock(mu_);
+    const auto it = all_.find(p);
+    return it == all_.end() ? nullptr : it->second;
+  }
 
  private:
   std::mutex mu_;
@@ -153,6 +158,10 @@ void supervisor_registration::enroll(basic_process& self, const char* kind) {
   counters_->kind = kind;
   rt_ = runtime_of(self);
   extension<supervisor_registry>(*rt_).add(counters_);
+}
+
+std::shared_ptr<supervisor_counters> find_supervisor(runtime_core& rt, pid sup) {
+  return extension<supervisor_registry>(rt).find(sup);
 }
 
 supervisor_registration::~supervisor_registration() {
@@ -176,6 +185,8 @@ std::vector<supervisor_statistics> supervisor_stats(detail::runtime_core& rt) {
     s.start_child_calls = c->start_child_calls.load(std::memory_order_relaxed);
     s.start_child_errors = c->start_child_errors.load(std::memory_order_relaxed);
     s.children = c->children.load(std::memory_order_relaxed);
+    s.rate_limited = c->rate_limited.load(std::memory_order_relaxed);
+    s.overloaded = c->overloaded.load(std::memory_order_relaxed);
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(),

@@ -49,6 +49,10 @@ struct supervisor_counters {
   std::atomic<std::uint64_t> start_child_calls{0};
   std::atomic<std::uint64_t> start_child_errors{0};
   std::atomic<std::size_t> children{0};
+  std::atomic<std::uint64_t> rate_limited{0};  ///< start requests over the start rate
+  std::atomic<std::uint64_t> overloaded{0};    ///< start requests shed
+  /// The operator's shedding override (a beamlet::shedding), read at each start request.
+  std::atomic<std::uint8_t> shed_mode{0};
 
   /// Only the supervisor writes: a load and a store.
   static void bump(std::atomic<std::uint64_t>& c) noexcept {
@@ -56,6 +60,9 @@ struct supervisor_counters {
   }
   void set_children(std::size_t n) noexcept { children.store(n, std::memory_order_relaxed); }
 };
+
+/// The counters of the live supervisor `sup` (null if none).
+std::shared_ptr<supervisor_counters> find_supervisor(runtime_core& rt, pid sup);
 
 /// Registers a supervisor's counters for as long as it lives (a member of the server object,
 /// so it goes with the process however the process ends).

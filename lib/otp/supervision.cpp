@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iterator>
+#include <random>
 
 #include <beamlet/receive.hpp>
 #include <beamlet/system_messages.hpp>
@@ -36,6 +37,30 @@ task<start_result> start_child_process(process& self, const child_spec& spec,
   co_return r;
 }
 
+std::chrono::nanoseconds backoff_state::next_delay(const restart_backoff& b, clock_time now,
+                                                  bool retry) {
+  if (!retry && now - started_ >= b.reset_after) failures_ = 0;
+  auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(b.delay(failures_));
+  ++failures_;
+  if (b.jitter > 0) {
+    // Spread restarts of children that failed together (a thundering herd otherwise).
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    delay += std::chrono::nanoseconds(
+        static_cast<std::int64_t>(static_cast<double>(delay.count()) * b.jitter * u));
+  }
+  return delay;
+}
+
+void signal_shutdown(basic_process& self, pid child) {
+  // A child that published a priority alias (a supervisor with `priority`) takes its shutdown
+  // ahead of whatever it has queued.
+  if (const auto alias = published_priority_alias(*runtime_of(self), child))
+    self.exit(*alias, exit_reason::shutdown());
+  else
+    self.exit(child, exit_reason::shutdown());
+}
+
 namespace {
 auto exit_of(pid child) {
   return on<exit_message>().when([child](const exit_message& e) { return e.from == child; });
@@ -64,7 +89,7 @@ task<exit_reason> stop_and_wait(process& self, pid child, const child_spec& spec
     auto d = co_await self.receive(since(mref), down_for(mref));
     co_return d.get<down>().reason;
   }
-  self.exit(child, exit_reason::shutdown());
+  signal_shutdown(self, child);
   if (how.which() == shutdown_spec::kind::infinite) {
     auto d = co_await self.receive(since(mref), down_for(mref));
     co_return d.get<down>().reason;

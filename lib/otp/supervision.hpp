@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,23 @@ task<start_result> start_child_process(process& self, const child_spec& spec,
 /// names the supervisor kind in that report).
 task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec,
                                  std::string_view module);
+
+/// A child's restart backoff (child_spec::backoff) as its supervisor tracks it.
+class backoff_state {
+ public:
+  /// The child (re)started at `now`.
+  void started(clock_time now) noexcept { started_ = now; }
+  /// The delay before the restart being decided at `now`, jitter included. `retry`: the last
+  /// start failed (the child never ran, so the count is not reset).
+  std::chrono::nanoseconds next_delay(const restart_backoff& b, clock_time now, bool retry);
+
+ private:
+  unsigned failures_ = 0;  ///< restarts since the child last ran for reset_after
+  clock_time started_{};
+};
+
+/// Sends `shutdown` to a child, through its published priority alias when it has one.
+void signal_shutdown(basic_process& self, pid child);
 
 /// The restart intensity window: timestamps in whole monotonic seconds, inclusive, shared by
 /// all children (spec §6.3 rule 7).

@@ -45,11 +45,16 @@ struct get_childspec_req {
 struct try_again_restart {
   std::string id;
 };
+/// A restart postponed by the child's backoff (child_spec::backoff), due now.
+struct backoff_restart {
+  std::string id;
+};
 
 struct sup_child {
   child_spec spec;
   pid id;  // null: undefined
   bool restarting = false;
+  backoff_state backoff;
 };
 
 }  // namespace
@@ -58,8 +63,8 @@ class supervisor_server : public gen_server<supervisor_server> {
  public:
   using initial_call = beamlet::supervisor;  // what process_info and reports call it
 
-  supervisor_server(supervisor_init_fn init, ack_wait wait)
-      : init_fn_(std::move(init)), wait_(wait) {}
+  supervisor_server(supervisor_init_fn init, ack_wait wait, bool priority)
+      : init_fn_(std::move(init)), wait_(wait), priority_(priority) {}
 
   task<gen::init_result> init();
 
@@ -93,6 +98,8 @@ class supervisor_server : public gen_server<supervisor_server> {
   /// Restarts the group the strategy ties to child `id`. Returns a stop action when the
   /// intensity is exceeded.
   task<std::optional<gen::action>> restart(std::string id, pid failed = pid());
+  /// The start half of a restart: starts the group of `failed_id` in order.
+  task<> start_group(std::string failed_id);
   /// Stops children_[i] if it runs; a temporary child is dropped.
   task<> stop_child(std::size_t i);
   std::optional<gen::action> significant_exit(const sup_child& c);
@@ -102,6 +109,8 @@ class supervisor_server : public gen_server<supervisor_server> {
 
   supervisor_init_fn init_fn_;
   ack_wait wait_;
+  bool priority_;
+
   supervisor_flags flags_;
   children_t children_;
   restart_window window_;
@@ -123,10 +132,11 @@ task<gen::init_result> supervisor_server::init() {
     co_return std::move(*end);
   flags_ = si.flags;
   window_ = restart_window(flags_.intensity, flags_.period);
+  if (priority_) (void)self().make_priority_alias(/*publish=*/true);
   stats_.enroll(self(), "supervisor");
   // Children start one at a time, in list order (§6.2 rule 3).
   for (child_spec& spec : si.children) {
-    children_.push_back(sup_child{std::move(spec), pid(), false});
+    children_.push_back(sup_child{std::move(spec), pid(), false, {}});
     sup_child& c = children_.back();
     const start_result r = co_await start_one(c);
     if (r.is_ok()) {
@@ -150,7 +160,10 @@ task<start_result> supervisor_server::start_one(sup_child& c) {
   static const extra_arguments none;
   start_result r =
       co_await start_child_process(self(), c.spec, none, start_failure_style::supervisor);
-  if (r.is_ok()) progress_report(self(), "supervisor", c.spec, r.pid());
+  if (r.is_ok()) {
+    c.backoff.started(self().now());
+    progress_report(self(), "supervisor", c.spec, r.pid());
+  }
   co_return r;
 }
 
@@ -166,6 +179,14 @@ std::optional<gen::action> supervisor_server::significant_exit(const sup_child& 
 }
 
 task<gen::action> supervisor_server::handle_info(any_message m) {
+  if (auto* b = m.get_if<backoff_restart>()) {
+    auto it = find(b->id);
+    // Deleted or restarted by hand meanwhile: nothing to do.
+    if (it == children_.end() || !it->restarting) co_return gen::noreply();
+    co_await start_group(b->id);
+    stats_->set_children(children_.size());
+    co_return gen::noreply();
+  }
   auto* e = m.get_if<exit_message>();
   if (e == nullptr) co_return gen::noreply();  // unexpected message: ignored (§6.4 rule 18)
   auto it = find(e->from);
@@ -222,6 +243,22 @@ task<std::optional<gen::action>> supervisor_server::restart(std::string failed_i
       co_await stop_child(i);
     }
   }
+  if (sup_child& c = children_[index_of(failed_id)]; c.spec.backoff) {
+    // Decided (and counted) now; the group starts when the delay is over.
+    const auto delay = c.backoff.next_delay(*c.spec.backoff, self().now(), c.restarting);
+    c.restarting = true;
+    self().send_after(self().self(), backoff_restart{failed_id}, delay);
+    co_return std::nullopt;
+  }
+  co_await start_group(std::move(failed_id));
+  co_return std::nullopt;
+}
+
+task<> supervisor_server::start_group(std::string failed_id) {
+  auto index_of = [&](const std::string& id) {
+    return static_cast<std::size_t>(find(id) - children_.begin());
+  };
+  const bool all = flags_.strategy == restart_strategy::one_for_all;
   // Start the group in order. For one_for_one it is the child alone.
   const std::size_t first = all ? 0 : index_of(failed_id);
   const std::size_t last =
@@ -245,9 +282,8 @@ task<std::optional<gen::action>> supervisor_server::restart(std::string failed_i
     for (std::size_t k = i; k-- > first;) co_await stop_child(k);
     children_[index_of(failed_id)].restarting = true;
     cast(self(), server_ref<supervisor_server>(self().self()), try_again_restart{failed_id});
-    co_return std::nullopt;
+    co_return;
   }
-  co_return std::nullopt;
 }
 
 task<> supervisor_server::stop_child(std::size_t i) {
@@ -279,7 +315,7 @@ task<sup_result<start_result>> supervisor_server::handle_call(const start_child_
       co_return unexpected(sup_error{sup_errc::already_started, it->id, {}, std::nullopt});
     co_return unexpected(sup_error{sup_errc::already_present, pid(), {}, std::nullopt});
   }
-  children_.push_back(sup_child{r.spec, pid(), false});
+  children_.push_back(sup_child{r.spec, pid(), false, {}});
   const start_result s = co_await start_one(children_.back());
   sup_child& c = children_.back();
   stats_->set_children(children_.size());
@@ -402,6 +438,12 @@ std::string sup_error::to_string() const {
       return spec ? spec->to_string() : std::string("invalid_child_spec");
     case sup_errc::max_children:
       return "max_children";
+    case sup_errc::rate_limited:
+      return "rate_limited";
+    case sup_errc::overloaded:
+      return "overloaded";
+    case sup_errc::mailbox_full:
+      return "mailbox_full";
   }
   return "?";
 }
@@ -412,8 +454,9 @@ using detail::supervisor_server;
 
 task<start_result> supervisor::start_link(process& self, supervisor_options opts,
                                           supervisor_init_fn init) {
-  server_options so{opts.name, opts.timeout, std::nullopt};
-  co_return co_await supervisor_server::start_link(self, so, std::move(init), opts.wait);
+  server_options so{opts.name, opts.timeout, std::nullopt, opts.mailbox};
+  co_return co_await supervisor_server::start_link(self, so, std::move(init), opts.wait,
+                                                   opts.priority);
 }
 
 task<start_result> supervisor::start_link(process& self, supervisor_options opts,
@@ -424,8 +467,9 @@ task<start_result> supervisor::start_link(process& self, supervisor_options opts
 }
 
 start_result supervisor::start_link(mailbox& me, supervisor_options opts, supervisor_init_fn init) {
-  return supervisor_server::start_link(me, server_options{opts.name, opts.timeout, std::nullopt},
-                                       std::move(init), opts.wait);
+  return supervisor_server::start_link(
+      me, server_options{opts.name, opts.timeout, std::nullopt, opts.mailbox}, std::move(init),
+      opts.wait, opts.priority);
 }
 
 task<sup_result<start_result>> supervisor::start_child(process& self, supervisor_ref sup,
@@ -462,12 +506,12 @@ task<sup_result<void>> supervisor::delete_child(process& self, supervisor_ref su
 
 task<std::vector<child_info>> supervisor::which_children(process& self, supervisor_ref sup,
                                                          timeout_value timeout) {
-  co_return co_await call(self, sup, detail::which_children_req{}, timeout);
+  co_return co_await call(self, sup, detail::which_children_req{}, priority, timeout);
 }
 
 task<child_counts> supervisor::count_children(process& self, supervisor_ref sup,
                                               timeout_value timeout) {
-  co_return co_await call(self, sup, detail::count_children_req{}, timeout);
+  co_return co_await call(self, sup, detail::count_children_req{}, priority, timeout);
 }
 
 task<sup_result<child_spec>> supervisor::get_childspec(process& self, supervisor_ref sup,
@@ -507,11 +551,11 @@ sup_result<void> supervisor::delete_child(mailbox& me, supervisor_ref sup, std::
 
 std::vector<child_info> supervisor::which_children(mailbox& me, supervisor_ref sup,
                                                    timeout_value timeout) {
-  return call(me, sup, detail::which_children_req{}, timeout);
+  return call(me, sup, detail::which_children_req{}, priority, timeout);
 }
 
 child_counts supervisor::count_children(mailbox& me, supervisor_ref sup, timeout_value timeout) {
-  return call(me, sup, detail::count_children_req{}, timeout);
+  return call(me, sup, detail::count_children_req{}, priority, timeout);
 }
 
 sup_result<child_spec> supervisor::get_childspec(mailbox& me, supervisor_ref sup, std::string id,
@@ -527,8 +571,9 @@ void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason, timeo
 start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,
                                 supervisor_options opts) {
   return [flags, children, name = std::string(opts.name), timeout = opts.timeout,
-          wait = opts.wait](process& sup) -> task<start_result> {
-    const supervisor_options o{name, timeout, wait};
+          wait = opts.wait, mailbox = opts.mailbox,
+          prio = opts.priority](process& sup) -> task<start_result> {
+    const supervisor_options o{name, timeout, wait, mailbox, prio};
     co_return co_await supervisor::start_link(sup, o, flags, children);
   };
 }

@@ -25,6 +25,8 @@
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/log_event.hpp>
+#include <beamlet/mailbox_limit.hpp>
+#include <beamlet/priority.hpp>
 #include <beamlet/process_info.hpp>
 #include <beamlet/system_monitor.hpp>
 #include <beamlet/task.hpp>
@@ -45,6 +47,22 @@ class runtime_core;  // a runtime (lib/core/runtime_core.hpp)
 
 /// Delivers `n` to `to`, or destroys it if `to` is not alive. Never throws.
 void send_node(runtime_core& rt, pid to, message_node* n) noexcept;
+/// What became of a message handed to send_node_checked.
+enum class send_status : std::uint8_t {
+  queued,      ///< in the target's inbox
+  full,        ///< refused or dropped by the target's bounded mailbox
+  no_process,  ///< the target is not alive
+};
+/// As send_node, and says what became of the message. A message a `reject` mailbox refused is
+/// handed back through `give_back` when it is not null (else destroyed).
+send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
+                              message_node** give_back) noexcept;
+/// The error try_send reports for a status.
+std::error_code status_error(send_status s) noexcept;
+/// Sends `n` through a priority alias (dropped when the alias is not active).
+send_status send_priority_node(runtime_core& rt, const priority_alias& to, message_node* n) noexcept;
+/// The alias `p` published (process::make_priority_alias(true)), if it is alive and has one.
+std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid p) noexcept;
 /// Delivers `n` to the process registered as `name`; destroys it and returns
 /// errc::not_registered when nobody holds the name.
 std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept;
@@ -101,6 +119,7 @@ struct runtime_stats {
   std::uint64_t exits_killed = 0;        ///< killed
   std::uint64_t exits_error = 0;         ///< any other reason
   std::uint64_t messages_delivered = 0;  ///< messages that reached a process's queue
+  std::uint64_t messages_dropped = 0;    ///< refused or dropped by bounded mailboxes
   std::size_t timers = 0;                ///< pending receive timeouts and send_after timers
   std::vector<std::size_t> run_queues;   ///< per scheduler: runnable processes queued there
   std::size_t global_queue = 0;          ///< runnable processes not yet given to a scheduler
@@ -143,6 +162,9 @@ inline constexpr std::size_t max_body_alignment = 16;
 /// runtime is full or shutting down, std::bad_alloc when out of memory.
 proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align);
 void* body_storage(proc* p) noexcept;
+/// Bounds p's mailbox (before it is published). Throws std::invalid_argument for a policy
+/// outside the enum.
+void set_mailbox_limit(proc* p, const mailbox_limit& limit);
 struct body_descriptor;
 void set_body_type(proc* p, const body_descriptor* d) noexcept;
 /// Where the frames a process's coroutines allocate are counted (process_info's memory).

@@ -37,6 +37,10 @@ struct call_reply<void> {
   std::uint64_t tag;
 };
 
+// A reply the caller waits for is never dropped by a bounded mailbox.
+template <class R>
+inline constexpr bool is_control_message<call_reply<R>> = true;
+
 template <class R>
 message_node* make_reply_node(ref tag, R&& value) {
   using D = std::decay_t<R>;
@@ -249,6 +253,8 @@ inline constexpr type_descriptor cast_type{&destroy_typed<cast_envelope<S, Req>>
 struct stop_request {
   exit_reason reason;
 };
+template <>
+inline constexpr bool is_control_message<stop_request> = true;
 
 template <class S, class Req>
 concept handles_call = requires(S& s, Req& r, from<reply_of_t<Req>> f) {

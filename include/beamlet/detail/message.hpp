@@ -33,6 +33,9 @@ struct type_descriptor {
   std::uint8_t signal;          ///< which signal, for kind == signal
   const void* ext = nullptr;    ///< protocol data for envelopes and replies (gen_server)
   std::uint32_t node_size = 0;  ///< bytes of the node (header + payload): memory accounting
+  /// A message the runtime needs to keep a process manageable (exit messages, DOWNs, call
+  /// replies, system requests): a bounded mailbox never counts or drops it.
+  bool control = false;
 };
 
 struct message_node {
@@ -55,10 +58,25 @@ void destroy_typed(message_node* n) noexcept {
   deallocate(t, sizeof(typed_node<T>));
 }
 
+/// True for the message types a bounded mailbox never counts or drops (see type_descriptor);
+/// specialized next to each such type, before any message of it is made.
+template <class T>
+inline constexpr bool is_control_message = false;
+
 /// The identity of message type T.
 template <class T>
-inline constexpr type_descriptor message_type{
-    &destroy_typed<T>, &typeid(T), node_kind::message, 0, nullptr, sizeof(typed_node<T>)};
+inline constexpr type_descriptor message_type{&destroy_typed<T>,
+                                              &typeid(T),
+                                              node_kind::message,
+                                              0,
+                                              nullptr,
+                                              sizeof(typed_node<T>),
+                                              is_control_message<T>};
+
+/// Counted by a bounded mailbox: an ordinary message (not a signal, not a control message).
+inline bool counted_message(const message_node* n) noexcept {
+  return n->type->kind == node_kind::message && !n->type->control;
+}
 
 template <class T>
 constexpr const type_descriptor* tag_of() noexcept {

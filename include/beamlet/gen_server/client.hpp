@@ -105,11 +105,24 @@ message_node* make_call(pid self, ref tag, Req&& req) {
 }
 
 /// Sends a call request to `to` under a fresh monitor whose ref is also a receive marker, so
-/// the wait for the reply skips everything queued before the request (as gen:call does).
+/// the wait for the reply skips everything queued before the request (as gen:call does). With
+/// `prio`, through `to`'s published priority alias when it has one. Returns the null ref (and
+/// holds no monitor) when `to`'s bounded mailbox refused the request.
 template <class S, class Req>
-ref send_call(basic_process& self, pid to, Req&& req) {
+ref send_call(basic_process& self, pid to, Req&& req, bool prio = false) {
   const ref mref = self.monitor(to, marked);
-  send_node(*runtime_of(self), to, make_call<S>(self.self(), mref, std::forward<Req>(req)));
+  message_node* n = make_call<S>(self.self(), mref, std::forward<Req>(req));
+  runtime_core& rt = *runtime_of(self);
+  if (prio) {
+    if (const auto alias = published_priority_alias(rt, to)) {
+      send_priority_node(rt, *alias, n);
+      return mref;
+    }
+  }
+  if (send_node_checked(rt, to, n, nullptr) == send_status::full) {
+    self.demonitor(mref, flush);
+    return ref();
+  }
   return mref;
 }
 
@@ -156,7 +169,7 @@ task<R> await_reply(Self& self, pid server, ref mref, timeout_value timeout, Fai
 /// gen:call, for a process or a mailbox.
 template <class S, class Req, class Self>
 task<reply_of_t<std::decay_t<Req>>> call_protocol(Self& self, server_ref<S> server, Req&& req,
-                                                  timeout_value timeout) {
+                                                  timeout_value timeout, bool prio = false) {
   using D = std::decay_t<Req>;
   using R = reply_of_t<D>;
   auto fail = [&server, timeout](call_error::kind k, exit_reason r) {
@@ -166,7 +179,8 @@ task<reply_of_t<std::decay_t<Req>>> call_protocol(Self& self, server_ref<S> serv
   if (!to) throw fail(call_error::kind::noproc, exit_reason::noproc());
   if (to == self.self())
     throw fail(call_error::kind::calling_self, exit_reason::error("calling_self"));
-  const ref mref = send_call<S>(self, to, std::forward<Req>(req));
+  const ref mref = send_call<S>(self, to, std::forward<Req>(req), prio);
+  if (!mref) throw fail(call_error::kind::mailbox_full, exit_reason::error("mailbox_full"));
   co_return co_await await_reply<R>(self, to, mref, timeout, fail);
 }
 
@@ -176,7 +190,11 @@ task<> stop_protocol(Self& self, server_ref<S> server, exit_reason reason, timeo
   const pid to = resolve_server(self, server);
   if (!to) throw make_stop_error(call_error::kind::noproc, exit_reason::noproc());
   const ref mref = self.monitor(to, marked);
-  self.send(to, stop_request{reason});
+  // A server that published a priority alias takes its stop ahead of its backlog.
+  if (const auto alias = published_priority_alias(*runtime_of(self), to))
+    self.send(*alias, stop_request{reason});
+  else
+    self.send(to, stop_request{reason});
   set_waiting_for(self, "stop of", to);
   auto m = co_await receive_on(self, since(mref), down_of(mref), after(timeout));
   if (auto* d = m.template get_if<down>()) {
@@ -218,6 +236,28 @@ reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req,
       detail::call_protocol(me, std::move(server), std::forward<Req>(req), timeout));
 }
 
+/// A priority call (beamlet/priority.hpp): the request goes through the server's published
+/// priority alias, so the server takes it ahead of everything queued; an ordinary call when the
+/// server published none. The reply and the errors are call's.
+template <class S, class Req>
+task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Req&& req,
+                                         priority_t,
+                                         timeout_value timeout = std::chrono::milliseconds(5000)) {
+  detail::check_call<S, std::decay_t<Req>>();
+  static_assert(detail::coroutine_safe_argument<Req>,
+                "call: with GCC 12, pass a request that is an aggregate with a destructor (e.g. "
+                "one holding a std::string) as a named variable, not a temporary: GCC 12 "
+                "miscompiles such temporaries in a co_await expression (docs/gcc12-coroutines.md)");
+  return detail::call_protocol(self, std::move(server), std::forward<Req>(req), timeout, true);
+}
+template <class S, class Req>
+reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req, priority_t,
+                                   timeout_value timeout = std::chrono::milliseconds(5000)) {
+  detail::check_call<S, std::decay_t<Req>>();
+  return detail::run_to_completion(
+      detail::call_protocol(me, std::move(server), std::forward<Req>(req), timeout, true));
+}
+
 /// An outstanding asynchronous request (gen_server:send_request/2), typed by its reply. Holds
 /// the monitor that makes the reply deliverable; receive_response consumes it. A default or
 /// unresolved request_id (the server was not found) makes receive_response fail with noproc.
@@ -242,7 +282,8 @@ class request_id {
 
 /// gen_server:send_request/2: sends `req` without waiting; the reply is collected later with
 /// receive_response. Many requests may be outstanding at once. Never blocks, never throws for
-/// a dead server (its receive_response fails with noproc).
+/// a dead server (its receive_response fails with noproc, or with mailbox_full when the server's
+/// bounded mailbox refused the request).
 template <class S, class Req>
 request_id<reply_of_t<std::decay_t<Req>>> send_request(basic_process& self, server_ref<S> server,
                                                        Req&& req) {
@@ -264,7 +305,11 @@ task<R> receive_response(process& self, request_id<R> id, timeout_value timeout 
   auto fail = [text = id.server_text(), timeout](call_error::kind k, exit_reason r) {
     return detail::make_call_error(k, std::move(r), text, "receive_response", timeout);
   };
-  if (!id.monitor()) throw fail(call_error::kind::noproc, exit_reason::noproc());
+  if (!id.monitor()) {
+    // A server was found but its bounded mailbox refused the request.
+    if (id.server()) throw fail(call_error::kind::mailbox_full, exit_reason::error("mailbox_full"));
+    throw fail(call_error::kind::noproc, exit_reason::noproc());
+  }
   co_return co_await detail::await_reply<R>(self, id.server(), id.monitor(), timeout, fail);
 }
 

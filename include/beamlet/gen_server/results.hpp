@@ -192,7 +192,9 @@ class init_result {
 /// A call failed: the caller exits with reason() unless it catches this.
 class call_error : public exit_exception {
  public:
-  enum class kind { noproc, calling_self, timeout, server_exited };
+  /// mailbox_full: the server's bounded mailbox refused the request (reason `mailbox_full`);
+  /// nothing was sent, so nothing will be answered.
+  enum class kind { noproc, calling_self, timeout, server_exited, mailbox_full };
   call_error(kind k, exit_reason server_reason, exit_reason wrapped)
       : exit_exception(std::move(wrapped)), kind_(k), server_reason_(std::move(server_reason)) {}
   kind which() const noexcept { return kind_; }

@@ -63,6 +63,9 @@ struct sys_request {
   const void* server_type = nullptr;
   std::function<message_node*(const void* server, ref tag)> project;
 };
+/// System messages always get through a bounded mailbox, as an operator's sys call must.
+template <>
+inline constexpr bool is_control_message<sys_request> = true;
 
 }  // namespace detail
 BEAMLET_END_NAMESPACE
