@@ -160,9 +160,11 @@ class start_function {
 /// (counted from 0 since the child last ran for `reset_after`) waits min * 2^k, capped at max,
 /// then stretched by a random factor in [1, 1 + jitter). The child is `restarting` meanwhile;
 /// every restart still counts toward the supervisor's intensity when it is decided, so a child
-/// that keeps crashing still escalates. Under one_for_all and rest_for_one the group is stopped
-/// at once and started again when the delay is over. Validation: min >= 0, max >= min, reset_after >= 0,
-/// 0 <= jitter <= 1 ({invalid_backoff, ...} otherwise).
+/// that keeps crashing escalates as long as its restarts still fall within the intensity window
+/// (a delay longer than max_seconds / max_restarts spaces them out of it: that is a choice).
+/// Under one_for_all and rest_for_one the group is stopped
+/// at once and started again when the delay is over. Validation: 0 <= min <= max <= 1 day,
+/// 0 <= reset_after <= 1 day, 0 <= jitter <= 1 ({invalid_backoff, ...} otherwise).
 struct restart_backoff {
   std::chrono::milliseconds min{100};
   std::chrono::milliseconds max{10000};

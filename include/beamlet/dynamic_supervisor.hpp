@@ -132,6 +132,14 @@ class dynamic_supervisor {
   static task<sup_result<start_result>> start_child(process& self, dynamic_supervisor_ref sup,
                                                     child_spec spec,
                                                     timeout_value timeout = infinity);
+  /// start_child without waiting (gen_server:send_request): queues the request and returns at
+  /// once; receive_response(self, id) then gives what start_child would have. Many may be
+  /// outstanding. An invalid spec throws std::invalid_argument (nothing is sent); a dead
+  /// supervisor, or a bounded mailbox that refuses the request, surfaces in receive_response
+  /// (noproc, mailbox_full).
+  static request_id<sup_result<start_result>> send_start_child(basic_process& self,
+                                                               dynamic_supervisor_ref sup,
+                                                               child_spec spec);
   /// Stops a child (or forgets a restarting one) by pid; not_found if it is not a child (the
   /// null pid included).
   static task<sup_result<void>> terminate_child(process& self, dynamic_supervisor_ref sup,

@@ -80,7 +80,9 @@ struct server_options {
   /// How to wait for the ack; nullopt follows the starting process's ack_wait flag.
   std::optional<ack_wait> wait{};
   /// Bounds the server's mailbox (beamlet/mailbox_limit.hpp): requests over the capacity are
-  /// refused, and their calls fail at once with call_error kind mailbox_full.
+  /// refused, and their calls fail at once with call_error kind mailbox_full. drop_newest or
+  /// reject; drop_oldest gives {error, {invalid_mailbox_limit, drop_oldest}} (it would drop
+  /// calls whose callers already wait).
   mailbox_limit mailbox{};
 
   start_options start() const { return {timeout, wait, mailbox}; }
@@ -132,6 +134,10 @@ class gen_server {
   /// implementation for start_link and start, from a process or a mailbox).
   template <bool Link, class Self, class... Args>
   static task<start_result> start_task(Self& self, server_options opts, Args... args) {
+    // drop_oldest would drop call requests after the send succeeded: their callers would wait
+    // for a reply that cannot come. A server's bound must refuse at the door.
+    if (opts.mailbox.capacity != 0 && opts.mailbox.policy == overflow_policy::drop_oldest)
+      co_return start_result::error(exit_reason::error("{invalid_mailbox_limit,drop_oldest}"));
     if (!opts.name.empty()) {
       if (const pid holder = detail::whereis_in(*detail::runtime_of(self), opts.name))
         co_return start_result::error(exit_reason::error(detail::already_started(holder)));

@@ -18,7 +18,8 @@
 //    and the runtime's beamlet_messages_dropped_total in the metrics.
 //  * A send never blocks and never fails loudly; `try_send` tells the sender what happened, and
 //    a call whose request is refused fails at once (call_error kind mailbox_full) instead of
-//    waiting for a reply that cannot come.
+//    waiting for a reply that cannot come. Servers (gen_server, supervisors) take drop_newest
+//    or reject only: drop_oldest decides after the send, too late for a caller.
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,10 @@
 //    is a priority message.
 //  * A priority alias is not a pid: only the holders of it can send with priority. A process
 //    may publish one alias (published_priority_alias finds it by pid) so that library code,
-//    like a supervisor's management functions, can reach it without a handshake.
+//    like a supervisor's management functions, can reach it without a handshake; the published
+//    alias stays active as long as the process. Publishing is a choice of trust: anyone can
+//    then send with priority, and priority messages are never bounded (a bounded mailbox does
+//    not count them), so keep them for management and out of the hot path.
 // Processes that never make an alias pay nothing for the feature (one test per receive).
 #pragma once
 

@@ -105,10 +105,11 @@ class basic_process {
   [[nodiscard]] std::error_code send(std::string_view name, T&& msg) const {
     return detail::send_node_named(*rt_, name, detail::make_message(std::forward<T>(msg)));
   }
-  /// Sends `msg` to `to` and says whether it was queued: {} when it was (or will be, for a
-  /// drop_oldest mailbox), errc::mailbox_full when `to`'s bounded mailbox refused it, and
-  /// errc::not_alive when `to` is not alive. With a `reject` mailbox a refused message is handed
-  /// back: an lvalue `msg` holds it again (moved back); with the other policies it is dropped.
+  /// Sends `msg` to `to` and says whether it was queued: {} when it was (under drop_oldest: it
+  /// was queued, and the owner may still drop it for newer ones), errc::mailbox_full when `to`'s
+  /// bounded mailbox refused it, and errc::not_alive when `to` is not alive. With a `reject`
+  /// mailbox a refused message is handed back: `try_send(p, std::move(m))` leaves `m` as it was
+  /// (moved back into it). With the other policies it is dropped.
   template <message T>
   [[nodiscard]] std::error_code try_send(pid to, T&& msg) const {
     using D = std::decay_t<T>;
@@ -116,8 +117,7 @@ class basic_process {
     const auto st =
         detail::send_node_checked(*rt_, to, detail::make_message(std::forward<T>(msg)), &back);
     if (back != nullptr) {
-      if constexpr (std::is_lvalue_reference_v<T> && !std::is_const_v<std::remove_reference_t<T>> &&
-                    std::is_move_assignable_v<D>)
+      if constexpr (!std::is_const_v<std::remove_reference_t<T>> && std::is_move_assignable_v<D>)
         msg = std::move(detail::payload<D>(back));
       detail::destroy_node(back);
     }
@@ -192,7 +192,8 @@ class basic_process {
   void exit(pid target, const exit_reason& reason);
   /// A priority exit signal (EEP 76: exit(Alias, Reason, [priority])): acted on as exit(pid,
   /// reason) by the alias's owner, ahead of its ordinary messages when it traps exits. No
-  /// effect if the alias is not active.
+  /// effect if the alias is not active. Unlike exit(self(), R), one sent to an alias of the
+  /// caller itself takes effect at the caller's next receive, not at once.
   void exit(const priority_alias& target, const exit_reason& reason);
   /// Turns exit signals into exit_message messages (process_flag(trap_exit, on)). Returns the
   /// previous value.
@@ -229,7 +230,8 @@ class basic_process {
   /// published_priority_alias(pid) returns (replacing any earlier published one).
   [[nodiscard]] priority_alias make_priority_alias(bool publish = false);
   /// Deactivates an alias of this process: later priority messages through it are dropped.
-  /// Returns false if it was not active (or not this process's).
+  /// Returns false if it was not active, not this process's, or the published one (which stays
+  /// active as long as the process: others may be sending through it).
   bool unalias(const priority_alias& a) noexcept;
 
   // -- names (spec §9) ----------------------------------------------------------------------
@@ -258,6 +260,7 @@ class basic_process {
   friend struct detail::proc;
   friend detail::runtime_core* detail::runtime_of(const basic_process& p) noexcept;
   friend void detail::set_waiting_for(basic_process&, const char*, pid) noexcept;
+  friend void detail::clear_marker(basic_process&, ref) noexcept;
   basic_process(detail::proc* p, detail::runtime_core* rt, pid self) noexcept
       : p_(p), rt_(rt), self_(self) {}
   ~basic_process() = default;
@@ -383,10 +386,9 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
                 "a process body must be callable as task<>(beamlet::process&)");
   static_assert(alignof(Fn) <= max_body_alignment,
                 "a process body may not be over-aligned (alignof > 16)");
-  proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn));
+  proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn), flags.mailbox);
   task<> t;
   try {
-    if (flags.mailbox.capacity != 0) set_mailbox_limit(p, flags.mailbox);
     Fn* fn = ::new (body_storage(p)) Fn(std::forward<F>(body));
     set_body_type(p, &body_descriptor_of<Fn>);
     // The body's first frame is the child's, not the spawner's.

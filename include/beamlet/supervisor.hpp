@@ -137,9 +137,11 @@ struct supervisor_options {
   timeout_value timeout{};
   /// How the supervisor waits for its children's init acks (default: scan, as OTP).
   ack_wait wait = ack_wait::scan;
-  /// Bounds the supervisor's mailbox (beamlet/mailbox_limit.hpp). Requests it refuses fail at
-  /// once: start_child with sup_errc::mailbox_full, the other calls with call_error kind
-  /// mailbox_full. Exit signals, init acks and system messages are never refused.
+  /// Bounds the supervisor's mailbox (beamlet/mailbox_limit.hpp; drop_newest or reject, as for
+  /// any gen_server). Requests it refuses fail at once: those answered with a sup_result
+  /// (start_child, terminate_child...) with sup_errc::mailbox_full, which_children and
+  /// count_children with call_error kind mailbox_full. Exit signals, init acks, system
+  /// messages and the supervisor's own restart timers are never refused.
   mailbox_limit mailbox{};
   /// Publishes a priority alias (beamlet/priority.hpp): which_children, count_children,
   /// terminate_child, stop, and a parent supervisor's shutdown then reach the supervisor ahead

@@ -38,20 +38,42 @@ void free_proc(void* obj) noexcept {
 // -- spawning
 // --------------------------------------------------------------------------------------
 
-proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align) {
-  return allocate_proc_for(rt, body_size, body_align, false);
+proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align,
+                    const mailbox_limit& limit) {
+  return allocate_proc_for(rt, body_size, body_align, false, limit);
 }
 
+namespace {
+/// A bounded mailbox's state, made before the process is published (so senders and inspect()
+/// only ever see it set). Null when `limit` is unbounded.
+std::unique_ptr<mailbox_bound> make_bound(const mailbox_limit& limit) {
+  if (limit.capacity == 0) return nullptr;
+  if (static_cast<std::uint8_t>(limit.policy) > static_cast<std::uint8_t>(overflow_policy::reject))
+    throw std::invalid_argument("beamlet: spawn_options::mailbox: unknown overflow_policy");
+  auto b = std::make_unique<mailbox_bound>();
+  b->capacity = static_cast<std::int64_t>(
+      std::min<std::size_t>(limit.capacity, std::numeric_limits<std::int64_t>::max()));
+  b->policy = limit.policy;
+  return b;
+}
+}  // namespace
+
 proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
-                        bool external) {
+                        bool external, const mailbox_limit& limit) {
   if (rt.closed.load(std::memory_order_relaxed))
     throw system_limit_error("beamlet: the runtime is shutting down");
   if (body_align > proc::body_alignment)
     throw std::invalid_argument("beamlet: over-aligned process bodies are not supported");
+  std::unique_ptr<mailbox_bound> bound = make_bound(limit);
   if (external) body_size = sizeof(external_wait);
   const std::size_t size = proc_body_offset + body_size;
   void* mem = allocate(size);
   auto* p = ::new (mem) proc(rt, static_cast<std::uint32_t>(size));
+  if (bound != nullptr) {
+    p->bound = bound.release();
+    p->queue.track_limit(p->bound->policy == overflow_policy::drop_oldest ? nullptr
+                                                                          : &p->bound->count);
+  }
   try {
     if (external) {
       p->external = true;
@@ -135,16 +157,7 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
 
 void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
   pin guard(rt);
-  proc* p = rt.table.lookup(to);
-  if (p == nullptr) {
-    destroy_node(n);
-    return;
-  }
-  if (p->bound != nullptr) [[unlikely]] {
-    push_bounded(p, n, nullptr);
-    return;
-  }
-  push(p, n);
+  deliver(rt, to, n);
 }
 
 send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
@@ -177,11 +190,16 @@ send_status send_priority_node(runtime_core& rt, const priority_alias& to,
   try {
     wrapper = make_node<priority_signal>(priority_tag, priority_signal{to.id.value(), n});
   } catch (...) {
-    destroy_node(n);  // out of memory: lost, as a message to a process that cannot take it
+    // Out of memory: lost, as a message to a process that cannot take it (the temporary
+    // priority_signal owned `n` and has destroyed it).
     return send_status::no_process;
   }
   pin guard(rt);
   return deliver(rt, to.owner, wrapper) ? send_status::queued : send_status::no_process;
+}
+
+void clear_marker(basic_process& self, ref r) noexcept {
+  self.p_->queue.clear_marker(r.value());
 }
 
 std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid who) noexcept {
@@ -193,15 +211,6 @@ std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid who
   return priority_alias{who, ref(a)};
 }
 
-void set_mailbox_limit(proc* p, const mailbox_limit& limit) {
-  if (static_cast<std::uint8_t>(limit.policy) > static_cast<std::uint8_t>(overflow_policy::reject))
-    throw std::invalid_argument("beamlet: spawn_options::mailbox: unknown overflow_policy");
-  auto b = std::make_unique<mailbox_bound>();
-  b->capacity = static_cast<std::int64_t>(
-      std::min<std::size_t>(limit.capacity, std::numeric_limits<std::int64_t>::max()));
-  b->policy = limit.policy;
-  delete std::exchange(p->bound, b.release());
-}
 
 std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept {
   std::optional<pid> to;
@@ -467,9 +476,13 @@ std::size_t basic_process::message_queue_len() noexcept {
 
 priority_alias basic_process::make_priority_alias(bool publish) {
   detail::proc* p = p_;
-  if (p->prio == nullptr) p->prio = new detail::priority_state;
+  if (p->prio == nullptr) {
+    p->prio = new detail::priority_state;
+    p->prio_queue.store(&p->prio->queue, std::memory_order_release);
+  }
   const std::uint64_t id = rt_->new_ref();
   p->prio->aliases.push_back(id);
+  // Publishing again replaces the published alias; the earlier one stays active.
   if (publish) p->published_alias.store(id, std::memory_order_release);
   return priority_alias{self_, ref(id)};
 }
@@ -477,12 +490,13 @@ priority_alias basic_process::make_priority_alias(bool publish) {
 bool basic_process::unalias(const priority_alias& a) noexcept {
   detail::proc* p = p_;
   if (a.owner != self_ || p->prio == nullptr) return false;
+  // The published alias lives as long as the process: whoever looked it up may be sending
+  // through it (a stop, a shutdown), and must not find it dead while the process is not.
+  if (p->published_alias.load(std::memory_order_relaxed) == a.id.value()) return false;
   auto& v = p->prio->aliases;
   const auto it = std::find(v.begin(), v.end(), a.id.value());
   if (it == v.end()) return false;
   v.erase(it);
-  if (p->published_alias.load(std::memory_order_relaxed) == a.id.value())
-    p->published_alias.store(0, std::memory_order_relaxed);
   return true;
 }
 

@@ -17,14 +17,13 @@ struct event_counters;
 // -- delivery (any thread; the caller must be pinned) ---------------------------------------------
 
 /// Pushes `n` onto p's inbox and reschedules p if it was parked. Returns false (and destroys
-/// `n`) when p has exited.
+/// `n`) when p has exited. Ignores a bounded mailbox's limit: for signals and control messages.
 bool push(proc* p, message_node* n) noexcept;
 /// push() for a process with a bounded mailbox (p->bound set): applies its policy to an ordinary
 /// message. A message a reject mailbox refuses goes to *give_back when it is not null.
 send_status push_bounded(proc* p, message_node* n, message_node** give_back) noexcept;
-/// A bounded mailbox's owner took `n` out of its queue (a receive matched it).
-void message_left(proc* p, const message_node* n) noexcept;
-/// push() to the process with pid `to`; false (node destroyed) if there is none.
+/// push() to the process with pid `to`, applying its mailbox limit (push_bounded); false (node
+/// destroyed) if there is none.
 bool deliver(runtime_core& rt, pid to, message_node* n) noexcept;
 
 // -- owner side -------------------------------------------------------------------------------
@@ -57,11 +56,6 @@ inline bool scan_mailbox(proc* p, receive_op& op) {
     return scan_priority_first(p, op);
   return op.scan(p->queue);
 }
-/// What a receive's end owes a bounded mailbox: the message it took no longer counts.
-inline void settle_matched(proc* p, const receive_op& op) noexcept {
-  if (p->bound != nullptr && op.matched != nullptr) [[unlikely]]
-    message_left(p, op.matched);
-}
 /// Parks p in its current receive unless something arrived. True when parked: from then on
 /// another thread may own p.
 inline bool try_block(proc* p) noexcept {
@@ -83,7 +77,7 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause = exit_cause::si
 void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept;
 /// allocate_proc() for a coroutine process (external = false) or a mailbox.
 proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
-                        bool external);
+                        bool external, const mailbox_limit& limit = {});
 /// Delivers a message to p itself (after anything already in its inbox).
 void self_deliver(proc* p, message_node* n) noexcept;
 /// The process running on this thread (null outside a process run).

@@ -97,9 +97,7 @@ bool handle_signal(proc* p, message_node* n) {
     case signal_kind::priority: {
       auto& s = payload<priority_signal>(n);
       // Only an active alias delivers (EEP 76): otherwise dropped, with what it carries.
-      if (p->exiting || p->prio == nullptr) return false;
-      const auto& active = p->prio->aliases;
-      if (std::find(active.begin(), active.end(), s.alias) == active.end()) return false;
+      if (p->exiting || p->prio == nullptr || !p->prio->active(s.alias)) return false;
       if (s.inner->type->kind == node_kind::message) {
         p->prio->queue.push_back(std::exchange(s.inner, nullptr));
       } else {
@@ -177,6 +175,9 @@ bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
     destroy_node(n);
     return false;
   }
+  // Every ordinary message (sent, fired by a timer, an alarm) counts against a bounded mailbox.
+  if (p->bound != nullptr) [[unlikely]]
+    return push_bounded(p, n, nullptr) != send_status::no_process;
   return push(p, n);
 }
 
@@ -191,9 +192,9 @@ bool kills(proc* p, message_node* n) {
   if (kind_of(n) == signal_kind::priority) {
     // A priority exit signal counts only through an active alias.
     const auto& s = payload<priority_signal>(n);
-    if (p->prio == nullptr || s.inner->type->kind != node_kind::signal) return false;
-    const auto& active = p->prio->aliases;
-    if (std::find(active.begin(), active.end(), s.alias) == active.end()) return false;
+    if (p->prio == nullptr || s.inner->type->kind != node_kind::signal ||
+        !p->prio->active(s.alias))
+      return false;
     n = s.inner;
   }
   if (kind_of(n) != signal_kind::exit || p->exiting) return false;
@@ -226,11 +227,12 @@ message_node* take_arrivals(proc* p) {
   return head;
 }
 
-// drop_oldest: the oldest ordinary messages go until the mailbox is back at its capacity.
-// Arrivals still in the inbox count too, so this may leave fewer than capacity queued.
+// drop_oldest: the oldest ordinary messages in the queue go until `capacity` are left. Only the
+// owner's own count is used: messages still in the inbox are judged when they are taken in, so
+// the owner always keeps the newest `capacity` it has seen.
 void trim_oldest(proc* p) noexcept {
   mailbox_bound& b = *p->bound;
-  std::int64_t excess = b.count.load(std::memory_order_relaxed) - b.capacity;
+  std::int64_t excess = p->queue.counted() - b.capacity;
   message_node* prev = p->queue.head();
   while (excess > 0 && prev->next != nullptr) {
     message_node* n = prev->next;
@@ -241,7 +243,6 @@ void trim_oldest(proc* p) noexcept {
     // A parked receive remembers the last message it examined: keep that position valid.
     if (p->op != nullptr && p->op->position == n) p->op->position = prev;
     destroy_node(p->queue.unlink_after(prev));
-    b.count.fetch_sub(1, std::memory_order_relaxed);
     b.dropped.fetch_add(1, std::memory_order_relaxed);
     p->rt()->messages_dropped.fetch_add(1, std::memory_order_relaxed);
     --excess;
@@ -252,24 +253,26 @@ void trim_oldest(proc* p) noexcept {
 
 send_status push_bounded(proc* p, message_node* n, message_node** give_back) noexcept {
   mailbox_bound& b = *p->bound;
-  if (!counted_message(n)) return push(p, n) ? send_status::queued : send_status::no_process;
-  if (b.policy == overflow_policy::drop_oldest) {
-    b.count.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    // Reserve a place first, so the mailbox never holds more than its capacity.
-    std::int64_t c = b.count.load(std::memory_order_relaxed);
-    do {
-      if (c >= b.capacity) {
-        b.dropped.fetch_add(1, std::memory_order_relaxed);
-        p->rt()->messages_dropped.fetch_add(1, std::memory_order_relaxed);
-        if (give_back != nullptr && b.policy == overflow_policy::reject)
-          *give_back = n;
-        else
-          destroy_node(n);
-        return send_status::full;
+  // drop_oldest reserves nothing: its owner trims what it takes in.
+  if (!counted_message(n) || b.policy == overflow_policy::drop_oldest)
+    return push(p, n) ? send_status::queued : send_status::no_process;
+  // Reserve a place first, so the mailbox never holds more than its capacity.
+  std::int64_t c = b.count.load(std::memory_order_relaxed);
+  do {
+    if (c >= b.capacity) {
+      if (p->inbox.load(std::memory_order_acquire) == inbox_word::closed) {
+        destroy_node(n);
+        return send_status::no_process;  // a dead process is not a full one
       }
-    } while (!b.count.compare_exchange_weak(c, c + 1, std::memory_order_relaxed));
-  }
+      b.dropped.fetch_add(1, std::memory_order_relaxed);
+      p->rt()->messages_dropped.fetch_add(1, std::memory_order_relaxed);
+      if (give_back != nullptr && b.policy == overflow_policy::reject)
+        *give_back = n;
+      else
+        destroy_node(n);
+      return send_status::full;
+    }
+  } while (!b.count.compare_exchange_weak(c, c + 1, std::memory_order_relaxed));
   if (!push(p, n)) {
     b.count.fetch_sub(1, std::memory_order_relaxed);
     return send_status::no_process;
@@ -278,15 +281,17 @@ send_status push_bounded(proc* p, message_node* n, message_node** give_back) noe
 }
 
 bool scan_priority_first(proc* p, receive_op& op) {
+  // The priority queue has its own save position, so a receive that is woken again and again
+  // looks at each priority message once, as it does at each ordinary one.
   message_node* const saved = op.position;
-  op.position = p->prio->queue.head();
-  if (op.scan(p->prio->queue)) return true;
+  op.position = op.priority_position != nullptr ? op.priority_position : p->prio->queue.head();
+  if (op.scan(p->prio->queue)) {
+    op.priority_position = nullptr;
+    return true;
+  }
+  op.priority_position = op.position;
   op.position = saved;
   return op.scan(p->queue);
-}
-
-void message_left(proc* p, const message_node* n) noexcept {
-  if (counted_message(n)) p->bound->count.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void drain_arrivals(proc* p, drain_mode mode) {
@@ -297,10 +302,16 @@ void drain_arrivals(proc* p, drain_mode mode) {
   message_node* run_last = nullptr;
   std::size_t run_count = 0;
   std::size_t run_bytes = 0;
+  const bool bounded = p->queue.tracking();
+  std::int64_t run_counted = 0;  // ordinary messages in the run, for a bounded mailbox
   auto flush_run = [&] {
     if (run_first != nullptr) {
       p->queue.append(run_first, run_last, run_count, run_bytes);
       messages_moved += run_count;
+      if (bounded) [[unlikely]] {
+        p->queue.add_counted(run_counted);
+        run_counted = 0;
+      }
       run_first = run_last = nullptr;
       run_count = 0;
       run_bytes = 0;
@@ -319,6 +330,8 @@ void drain_arrivals(proc* p, drain_mode mode) {
         run_last = n;
         ++run_count;
         run_bytes += n->type->node_size;
+        if (bounded) [[unlikely]]
+          run_counted += counted_message(n) ? 1 : 0;
       }
     } else {
       flush_run();

@@ -20,6 +20,7 @@
 //  * Everything else belongs to the thread currently running the process.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <coroutine>
@@ -126,6 +127,10 @@ struct mailbox_bound {
 struct priority_state {
   message_queue queue;                 ///< received ahead of proc::queue
   std::vector<std::uint64_t> aliases;  ///< the active priority aliases (a few at most)
+
+  bool active(std::uint64_t alias) const noexcept {
+    return std::find(aliases.begin(), aliases.end(), alias) != aliases.end();
+  }
 };
 
 /// Registration state, so that exit can skip the registry lock for processes that never had a
@@ -211,6 +216,8 @@ struct proc {
   timer_entry* timer = nullptr;
   /// The priority alias published for others to find (0: none); written by the owner.
   std::atomic<std::uint64_t> published_alias{0};
+  /// prio's queue, published once for process_info (which may not read `prio` itself).
+  std::atomic<const message_queue*> prio_queue{nullptr};
 
   /// The body (a copy of the callable) follows the process in the same allocation, at
   /// proc_body_offset.

@@ -38,8 +38,9 @@ std::optional<spec_error> validate(const child_spec& s, bool require_id) {
     if (m.empty()) return spec_error{spec_errc::invalid_modules, "[<<>>]"};
   if (s.backoff) {
     const restart_backoff& b = *s.backoff;
-    if (b.min.count() < 0 || b.max < b.min || b.reset_after.count() < 0 || !(b.jitter >= 0) ||
-        b.jitter > 1)
+    constexpr std::chrono::milliseconds day = std::chrono::hours(24);
+    if (b.min.count() < 0 || b.max < b.min || b.max > day || b.reset_after.count() < 0 ||
+        b.reset_after > day || !(b.jitter >= 0) || b.jitter > 1)
       return spec_error{spec_errc::invalid_backoff,
                         "{" + std::to_string(b.min.count()) + "," + std::to_string(b.max.count()) +
                             "," + std::to_string(b.reset_after.count()) + "," +

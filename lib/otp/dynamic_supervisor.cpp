@@ -73,14 +73,7 @@ std::optional<std::string> check_dynamic_flags(const dynamic_supervisor_flags& f
   if (f.max_seconds <= 0) return concat({"{invalid_period,", std::to_string(f.max_seconds), "}"});
   if (f.max_children && *f.max_children < 0)
     return concat({"{invalid_max_children,", std::to_string(*f.max_children), "}"});
-  if (f.start_rate) {
-    try {
-      token_bucket check(*f.start_rate);
-    } catch (const std::invalid_argument&) {
-      return concat({"{invalid_start_rate,{", std::to_string(f.start_rate->per_second), ",",
-                     std::to_string(f.start_rate->burst), "}}"});
-    }
-  }
+  if (auto e = check_start_rate(f.start_rate)) return e;
   return std::nullopt;
 }
 
@@ -97,6 +90,15 @@ sup_error error_of(sup_errc code) {
 }
 
 }  // namespace
+
+// The supervisor's notes to itself: a bounded mailbox must never drop them, or a restart or a
+// shutdown's kill would be lost.
+template <>
+inline constexpr bool is_control_message<gen_restart> = true;
+template <>
+inline constexpr bool is_control_message<backoff_restart> = true;
+template <>
+inline constexpr bool is_control_message<kill_timer> = true;
 
 class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
  public:
@@ -157,10 +159,7 @@ gen::init_result dynamic_supervisor_server::init() {
 }
 
 std::optional<sup_errc> dynamic_supervisor_server::refuse_start() {
-  if (start_bucket_ && !start_bucket_->try_acquire(self().now())) {
-    supervisor_counters::bump(stats_->rate_limited);
-    return sup_errc::rate_limited;
-  }
+  // Shedding first: a shed request should not use up a token of the rate.
   const auto mode = static_cast<shedding>(stats_->shed_mode.load(std::memory_order_relaxed));
   const bool shed = mode == shedding::on ||
                     (mode == shedding::automatic && flags_.shed_above &&
@@ -169,17 +168,21 @@ std::optional<sup_errc> dynamic_supervisor_server::refuse_start() {
     supervisor_counters::bump(stats_->overloaded);
     return sup_errc::overloaded;
   }
+  if (start_bucket_ && !start_bucket_->try_acquire(self().now())) {
+    supervisor_counters::bump(stats_->rate_limited);
+    return sup_errc::rate_limited;
+  }
   return std::nullopt;
 }
 
 task<sup_result<start_result>> dynamic_supervisor_server::handle_call(
     dyn_start_child& r, from<sup_result<start_result>>) {
   supervisor_counters::bump(stats_->start_child_calls);
-  // Overload control first: a refused request costs the supervisor no start.
-  if (const auto refused = refuse_start()) co_return unexpected(error_of(*refused));
   // §7.2 rule 8: checked before the start function runs; restarting children count.
   if (flags_.max_children && static_cast<std::int64_t>(children_.size()) >= *flags_.max_children)
     co_return unexpected(error_of(sup_errc::max_children));
+  // Overload control: a refused request costs the supervisor no start.
+  if (const auto refused = refuse_start()) co_return unexpected(error_of(*refused));
   const start_result s =
       co_await start_child_process(self(), r.spec, flags_.extra, start_failure_style::dynamic);
   if (s.is_ok()) {
@@ -455,19 +458,21 @@ task<sup_result<start_result>> dynamic_supervisor::start_child(process& self,
   if (auto e = detail::check_dynamic_spec(spec))
     co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
   detail::dyn_start_child req{std::move(spec)};
-  try {
-    co_return co_await call(self, sup, req, timeout);
-  } catch (const call_error& e) {
-    if (e.which() != call_error::kind::mailbox_full) throw;
-  }
-  co_return unexpected(detail::error_of(sup_errc::mailbox_full));
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
+}
+
+request_id<sup_result<start_result>> dynamic_supervisor::send_start_child(
+    basic_process& self, dynamic_supervisor_ref sup, child_spec spec) {
+  if (auto e = detail::check_dynamic_spec(spec))
+    throw std::invalid_argument("dynamic_supervisor::send_start_child: " + e->to_string());
+  return send_request(self, std::move(sup), detail::dyn_start_child{std::move(spec)});
 }
 
 task<sup_result<void>> dynamic_supervisor::terminate_child(process& self,
                                                            dynamic_supervisor_ref sup, pid child,
                                                            timeout_value timeout) {
-  const detail::dyn_terminate_child req{child};
-  co_return co_await call(self, sup, req, priority, timeout);
+  detail::dyn_terminate_child req{child};
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout, /*prio=*/true);
 }
 
 task<std::vector<child_info>> dynamic_supervisor::which_children(process& self,
@@ -490,18 +495,12 @@ sup_result<start_result> dynamic_supervisor::start_child(mailbox& me, dynamic_su
                                                          child_spec spec, timeout_value timeout) {
   if (auto e = detail::check_dynamic_spec(spec))
     return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
-  detail::dyn_start_child req{std::move(spec)};
-  try {
-    return call(me, sup, req, timeout);
-  } catch (const call_error& e) {
-    if (e.which() != call_error::kind::mailbox_full) throw;
-  }
-  return unexpected(detail::error_of(sup_errc::mailbox_full));
+  return detail::sup_call(me, sup, detail::dyn_start_child{std::move(spec)}, timeout);
 }
 
 sup_result<void> dynamic_supervisor::terminate_child(mailbox& me, dynamic_supervisor_ref sup,
                                                      pid child, timeout_value timeout) {
-  return call(me, sup, detail::dyn_terminate_child{child}, priority, timeout);
+  return detail::sup_call(me, sup, detail::dyn_terminate_child{child}, timeout, true);
 }
 
 std::vector<child_info> dynamic_supervisor::which_children(mailbox& me, dynamic_supervisor_ref sup,

@@ -126,15 +126,8 @@ expected<std::vector<child_spec>, exit_reason> partition_children(
   const int n = o.partitions.value_or(default_partitions(rt));
   if (n <= 0)
     return bad(concat({"{supervisor_data,{invalid_partitions,", std::to_string(n), "}}"}));
-  if (o.total_start_rate) {
-    try {
-      token_bucket check(*o.total_start_rate);
-    } catch (const std::invalid_argument&) {
-      return bad(concat({"{supervisor_data,{invalid_start_rate,{",
-                         std::to_string(o.total_start_rate->per_second), ",",
-                         std::to_string(o.total_start_rate->burst), "}}}"}));
-    }
-  }
+  if (auto e = check_start_rate(o.total_start_rate))
+    return bad(concat({"{supervisor_data,", *e, "}"}));
   std::vector<child_spec> children;
   children.reserve(static_cast<std::size_t>(n));
   for (int p = 0; p < n; ++p) {

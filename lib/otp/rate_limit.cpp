@@ -23,7 +23,8 @@ token_bucket::token_bucket(rate_limit limit) : limit_(limit) {
   if (interval * limit.burst > 9e18)
     throw std::invalid_argument("token_bucket: rate too low for its burst");
   interval_ns_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(interval));
-  window_ns_ = static_cast<std::int64_t>(interval * limit.burst);
+  // At least one token, however fine the rate (above 1e9/s an interval rounds to 1 ns).
+  window_ns_ = std::max(interval_ns_, static_cast<std::int64_t>(interval * limit.burst));
   full_at_ns_.store(std::numeric_limits<std::int64_t>::min(), std::memory_order_relaxed);
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iterator>
 #include <random>
+#include <stdexcept>
 
 #include <beamlet/receive.hpp>
 #include <beamlet/system_messages.hpp>
@@ -37,8 +38,20 @@ task<start_result> start_child_process(process& self, const child_spec& spec,
   co_return r;
 }
 
+std::optional<std::string> check_start_rate(const std::optional<rate_limit>& r) {
+  if (!r) return std::nullopt;
+  try {
+    token_bucket check(*r);
+  } catch (const std::invalid_argument&) {
+    return concat({"{invalid_start_rate,{", std::to_string(r->per_second), ",",
+                   std::to_string(r->burst), "}}"});
+  }
+  return std::nullopt;
+}
+
 std::chrono::nanoseconds backoff_state::next_delay(const restart_backoff& b, clock_time now,
                                                   bool retry) {
+  ++generation_;
   if (!retry && now - started_ >= b.reset_after) failures_ = 0;
   auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(b.delay(failures_));
   ++failures_;

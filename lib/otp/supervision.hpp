@@ -15,6 +15,7 @@
 #include <beamlet/exit_reason.hpp>
 #include <beamlet/gen_server.hpp>
 #include <beamlet/process.hpp>
+#include <beamlet/rate_limit.hpp>
 #include <beamlet/start_result.hpp>
 #include <beamlet/supervisor.hpp>
 #include <beamlet/task.hpp>
@@ -42,6 +43,37 @@ task<start_result> start_child_process(process& self, const child_spec& spec,
 task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spec,
                                  std::string_view module);
 
+/// A management call answered with a sup_result, from a process: a request the supervisor's
+/// bounded mailbox refused (call_error kind mailbox_full) becomes {error, mailbox_full}; other
+/// call errors propagate. `prio`: through the supervisor's published priority alias. Pass `req`
+/// as a named variable (GCC 12, docs/gcc12-coroutines.md).
+template <class S, class Req>
+task<reply_of_t<Req>> sup_call(process& self, server_ref<S> sup, Req req, timeout_value timeout,
+                               bool prio = false) {
+  try {
+    if (prio) co_return co_await call(self, sup, req, priority, timeout);
+    co_return co_await call(self, sup, req, timeout);
+  } catch (const call_error& e) {
+    if (e.which() != call_error::kind::mailbox_full) throw;
+  }
+  co_return unexpected(sup_error{sup_errc::mailbox_full, pid(), {}, std::nullopt});
+}
+/// The same from an outside thread's mailbox.
+template <class S, class Req>
+reply_of_t<Req> sup_call(mailbox& me, server_ref<S> sup, Req req, timeout_value timeout,
+                         bool prio = false) {
+  try {
+    if (prio) return call(me, sup, req, priority, timeout);
+    return call(me, sup, req, timeout);
+  } catch (const call_error& e) {
+    if (e.which() != call_error::kind::mailbox_full) throw;
+  }
+  return unexpected(sup_error{sup_errc::mailbox_full, pid(), {}, std::nullopt});
+}
+
+/// `{invalid_start_rate,{Rate,Burst}}` when `r` is not a valid token bucket rate.
+std::optional<std::string> check_start_rate(const std::optional<rate_limit>& r);
+
 /// A child's restart backoff (child_spec::backoff) as its supervisor tracks it.
 class backoff_state {
  public:
@@ -49,11 +81,14 @@ class backoff_state {
   void started(clock_time now) noexcept { started_ = now; }
   /// The delay before the restart being decided at `now`, jitter included. `retry`: the last
   /// start failed (the child never ran, so the count is not reset).
+  /// Also starts a new generation: a timer for an earlier delay is stale from now on.
   std::chrono::nanoseconds next_delay(const restart_backoff& b, clock_time now, bool retry);
+  std::uint64_t generation() const noexcept { return generation_; }
 
  private:
   unsigned failures_ = 0;  ///< restarts since the child last ran for reset_after
   clock_time started_{};
+  std::uint64_t generation_ = 0;
 };
 
 /// Sends `shutdown` to a child, through its published priority alias when it has one.

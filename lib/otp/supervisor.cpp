@@ -45,9 +45,11 @@ struct get_childspec_req {
 struct try_again_restart {
   std::string id;
 };
-/// A restart postponed by the child's backoff (child_spec::backoff), due now.
+/// A restart postponed by the child's backoff (child_spec::backoff), due now; `generation`
+/// tells a stale timer (the child was restarted or terminated meanwhile) from the live one.
 struct backoff_restart {
   std::string id;
+  std::uint64_t generation;
 };
 
 struct sup_child {
@@ -58,6 +60,13 @@ struct sup_child {
 };
 
 }  // namespace
+
+// The supervisor's notes to itself: a bounded mailbox must never drop them, or a restart would
+// be lost.
+template <>
+inline constexpr bool is_control_message<try_again_restart> = true;
+template <>
+inline constexpr bool is_control_message<backoff_restart> = true;
 
 class supervisor_server : public gen_server<supervisor_server> {
  public:
@@ -78,7 +87,6 @@ class supervisor_server : public gen_server<supervisor_server> {
   child_counts handle_call(const count_children_req&, from<child_counts>);
   sup_result<child_spec> handle_call(const get_childspec_req& r, from<sup_result<child_spec>>);
 
-  task<gen::action> handle_cast(const try_again_restart& r);
   task<gen::action> handle_info(any_message m);
   task<> terminate(const exit_reason& reason);
 
@@ -179,10 +187,17 @@ std::optional<gen::action> supervisor_server::significant_exit(const sup_child& 
 }
 
 task<gen::action> supervisor_server::handle_info(any_message m) {
+  if (auto* r = m.get_if<try_again_restart>()) {
+    auto it = find(r->id);
+    if (it == children_.end() || !it->restarting) co_return gen::noreply();
+    std::optional<gen::action> a = co_await restart(r->id);
+    co_return a ? std::move(*a) : gen::noreply();
+  }
   if (auto* b = m.get_if<backoff_restart>()) {
     auto it = find(b->id);
-    // Deleted or restarted by hand meanwhile: nothing to do.
-    if (it == children_.end() || !it->restarting) co_return gen::noreply();
+    // Deleted, terminated or restarted by hand meanwhile (a stale timer): nothing to do.
+    if (it == children_.end() || !it->restarting || b->generation != it->backoff.generation())
+      co_return gen::noreply();
     co_await start_group(b->id);
     stats_->set_children(children_.size());
     co_return gen::noreply();
@@ -212,12 +227,6 @@ task<gen::action> supervisor_server::handle_info(any_message m) {
   co_return a ? std::move(*a) : gen::noreply();
 }
 
-task<gen::action> supervisor_server::handle_cast(const try_again_restart& r) {
-  auto it = find(r.id);
-  if (it == children_.end() || !it->restarting) co_return gen::noreply();
-  std::optional<gen::action> a = co_await restart(r.id);
-  co_return a ? std::move(*a) : gen::noreply();
-}
 
 task<std::optional<gen::action>> supervisor_server::restart(std::string failed_id, pid failed) {
   // Every attempt counts, retries included (§6.3 rule 7).
@@ -247,7 +256,7 @@ task<std::optional<gen::action>> supervisor_server::restart(std::string failed_i
     // Decided (and counted) now; the group starts when the delay is over.
     const auto delay = c.backoff.next_delay(*c.spec.backoff, self().now(), c.restarting);
     c.restarting = true;
-    self().send_after(self().self(), backoff_restart{failed_id}, delay);
+    self().send_after(self().self(), backoff_restart{failed_id, c.backoff.generation()}, delay);
     co_return std::nullopt;
   }
   co_await start_group(std::move(failed_id));
@@ -264,6 +273,9 @@ task<> supervisor_server::start_group(std::string failed_id) {
   const std::size_t last =
       flags_.strategy == restart_strategy::one_for_one ? first + 1 : children_.size();
   for (std::size_t i = first; i < last; ++i) {
+    // Already running: restarted by hand while a backoff delay ran (never the case otherwise:
+    // the group was stopped before this).
+    if (children_[i].id) continue;
     const start_result r = co_await start_one(children_[i]);
     sup_child& c = children_[i];
     if (r.is_ok()) {
@@ -281,7 +293,7 @@ task<> supervisor_server::start_group(std::string failed_id) {
     report("start_error", r.reason(), c, pid());
     for (std::size_t k = i; k-- > first;) co_await stop_child(k);
     children_[index_of(failed_id)].restarting = true;
-    cast(self(), server_ref<supervisor_server>(self().self()), try_again_restart{failed_id});
+    self().send(self().self(), try_again_restart{failed_id});
     co_return;
   }
 }
@@ -475,13 +487,13 @@ start_result supervisor::start_link(mailbox& me, supervisor_options opts, superv
 task<sup_result<start_result>> supervisor::start_child(process& self, supervisor_ref sup,
                                                        child_spec spec, timeout_value timeout) {
   detail::start_child_req req{std::move(spec)};
-  co_return co_await call(self, sup, req, timeout);
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
 }
 
 task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup,
                                                    std::string id, timeout_value timeout) {
   detail::terminate_child_req req{std::move(id)};
-  co_return co_await call(self, sup, req, timeout);
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout, /*prio=*/true);
 }
 
 task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup, pid,
@@ -495,13 +507,13 @@ task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref
 task<sup_result<start_result>> supervisor::restart_child(process& self, supervisor_ref sup,
                                                          std::string id, timeout_value timeout) {
   detail::restart_child_req req{std::move(id)};
-  co_return co_await call(self, sup, req, timeout);
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
 }
 
 task<sup_result<void>> supervisor::delete_child(process& self, supervisor_ref sup, std::string id,
                                                 timeout_value timeout) {
   detail::delete_child_req req{std::move(id)};
-  co_return co_await call(self, sup, req, timeout);
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
 }
 
 task<std::vector<child_info>> supervisor::which_children(process& self, supervisor_ref sup,
@@ -517,7 +529,7 @@ task<child_counts> supervisor::count_children(process& self, supervisor_ref sup,
 task<sup_result<child_spec>> supervisor::get_childspec(process& self, supervisor_ref sup,
                                                        std::string id, timeout_value timeout) {
   detail::get_childspec_req req{std::move(id)};
-  co_return co_await call(self, sup, req, timeout);
+  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
 }
 
 task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
@@ -527,26 +539,22 @@ task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
 
 sup_result<start_result> supervisor::start_child(mailbox& me, supervisor_ref sup, child_spec spec,
                                                  timeout_value timeout) {
-  detail::start_child_req req{std::move(spec)};
-  return call(me, sup, req, timeout);
+  return detail::sup_call(me, sup, detail::start_child_req{std::move(spec)}, timeout);
 }
 
 sup_result<void> supervisor::terminate_child(mailbox& me, supervisor_ref sup, std::string id,
                                              timeout_value timeout) {
-  detail::terminate_child_req req{std::move(id)};
-  return call(me, sup, req, timeout);
+  return detail::sup_call(me, sup, detail::terminate_child_req{std::move(id)}, timeout, true);
 }
 
 sup_result<start_result> supervisor::restart_child(mailbox& me, supervisor_ref sup, std::string id,
                                                    timeout_value timeout) {
-  detail::restart_child_req req{std::move(id)};
-  return call(me, sup, req, timeout);
+  return detail::sup_call(me, sup, detail::restart_child_req{std::move(id)}, timeout);
 }
 
 sup_result<void> supervisor::delete_child(mailbox& me, supervisor_ref sup, std::string id,
                                           timeout_value timeout) {
-  detail::delete_child_req req{std::move(id)};
-  return call(me, sup, req, timeout);
+  return detail::sup_call(me, sup, detail::delete_child_req{std::move(id)}, timeout);
 }
 
 std::vector<child_info> supervisor::which_children(mailbox& me, supervisor_ref sup,
@@ -560,8 +568,7 @@ child_counts supervisor::count_children(mailbox& me, supervisor_ref sup, timeout
 
 sup_result<child_spec> supervisor::get_childspec(mailbox& me, supervisor_ref sup, std::string id,
                                                  timeout_value timeout) {
-  detail::get_childspec_req req{std::move(id)};
-  return call(me, sup, req, timeout);
+  return detail::sup_call(me, sup, detail::get_childspec_req{std::move(id)}, timeout);
 }
 
 void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason, timeout_value timeout) {

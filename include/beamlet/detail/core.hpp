@@ -61,6 +61,8 @@ send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
 std::error_code status_error(send_status s) noexcept;
 /// Sends `n` through a priority alias (dropped when the alias is not active).
 send_status send_priority_node(runtime_core& rt, const priority_alias& to, message_node* n) noexcept;
+/// Forgets the receive marker of `r` in self's queue (a marked ref whose receive will not run).
+void clear_marker(basic_process& self, ref r) noexcept;
 /// The alias `p` published (process::make_priority_alias(true)), if it is alive and has one.
 std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid p) noexcept;
 /// Delivers `n` to the process registered as `name`; destroys it and returns
@@ -158,13 +160,12 @@ std::error_code unregister_in(runtime_core& rt, std::string_view name);
 
 /// The strictest alignment a process body (the callable spawn copies) may have.
 inline constexpr std::size_t max_body_alignment = 16;
-/// Reserves a process with room for a body of the given size. Throws system_limit_error when the
-/// runtime is full or shutting down, std::bad_alloc when out of memory.
-proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align);
+/// Reserves a process with room for a body of the given size, its mailbox bounded by `limit`
+/// (capacity 0: unbounded). Throws system_limit_error when the runtime is full or shutting down,
+/// std::bad_alloc when out of memory, std::invalid_argument for a policy outside the enum.
+proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align,
+                    const mailbox_limit& limit = {});
 void* body_storage(proc* p) noexcept;
-/// Bounds p's mailbox (before it is published). Throws std::invalid_argument for a policy
-/// outside the enum.
-void set_mailbox_limit(proc* p, const mailbox_limit& limit);
 struct body_descriptor;
 void set_body_type(proc* p, const body_descriptor* d) noexcept;
 /// Where the frames a process's coroutines allocate are counted (process_info's memory).

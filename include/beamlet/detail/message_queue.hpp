@@ -62,7 +62,11 @@ class message_queue {
     bump(received_, count);
   }
 
-  void push_back(message_node* n) noexcept { append(n, n, 1, n->type->node_size); }
+  void push_back(message_node* n) noexcept {
+    append(n, n, 1, n->type->node_size);
+    if (tracking_) [[unlikely]]
+      note_in(n);
+  }
 
   /// Removes and returns the node after `prev`.
   message_node* unlink_after(message_node* prev) noexcept {
@@ -71,6 +75,8 @@ class message_queue {
     if (tail_ == n) tail_ = prev;
     size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (markers_in_use_ != 0) move_markers(n, prev);
+    if (tracking_) [[unlikely]]
+      note_out(n);
     n->next = nullptr;
     return n;
   }
@@ -81,7 +87,24 @@ class message_queue {
     prev->next = n;
     if (tail_ == prev) tail_ = n;
     bump(size_, 1);
+    if (tracking_) [[unlikely]]
+      note_in(n);
   }
+
+  // -- bounded mailboxes (beamlet/mailbox_limit.hpp) ---------------------------------------------
+
+  /// Counts the ordinary messages (counted_message) in this queue from now on. Each one that
+  /// leaves also releases a sender's reservation in `*reserved` (null: nothing reserved, as
+  /// under drop_oldest). Set before any message is queued.
+  void track_limit(std::atomic<std::int64_t>* reserved) noexcept {
+    tracking_ = true;
+    reserved_ = reserved;
+  }
+  bool tracking() const noexcept { return tracking_; }
+  /// Ordinary messages queued (while tracking).
+  std::int64_t counted() const noexcept { return counted_; }
+  /// `n` ordinary messages were appended (append() does not look at the nodes).
+  void add_counted(std::int64_t n) noexcept { counted_ += n; }
 
   /// Destroys every queued message.
   void clear() noexcept;
@@ -110,6 +133,8 @@ class message_queue {
   };
 
   void move_markers(message_node* removed, message_node* prev) noexcept;
+  void note_in(const message_node* n) noexcept;
+  void note_out(const message_node* n) noexcept;
   /// The owner's add: a load and a store, no atomic read-modify-write.
   template <class T, class N>
   static void bump(std::atomic<T>& v, N n) noexcept {
@@ -125,6 +150,9 @@ class message_queue {
   marker* markers_ = nullptr;  // allocated on first use: most processes never mark
   std::int32_t markers_in_use_ = 0;
   std::uint32_t marker_clock_ = 0;
+  bool tracking_ = false;
+  std::int64_t counted_ = 0;
+  std::atomic<std::int64_t>* reserved_ = nullptr;
 };
 
 }  // namespace detail

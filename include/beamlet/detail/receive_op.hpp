@@ -36,6 +36,7 @@ class receive_op {
   // -- state while the receive runs --------------------------------------------------------------
   clock::time_point deadline{};  ///< entry time + timeout (rule 11: measured from entry)
   message_node* position = nullptr;
+  message_node* priority_position = nullptr;  ///< the save position in the priority queue
   message_node* matched = nullptr;
   message_queue* queue = nullptr;  ///< where `matched` was taken from (right after `position`)
   int clause = -1;

@@ -121,6 +121,7 @@ ref send_call(basic_process& self, pid to, Req&& req, bool prio = false) {
   }
   if (send_node_checked(rt, to, n, nullptr) == send_status::full) {
     self.demonitor(mref, flush);
+    clear_marker(self, mref);  // no receive will run on it
     return ref();
   }
   return mref;
