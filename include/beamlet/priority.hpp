@@ -45,7 +45,9 @@ struct priority_alias {
 
   constexpr explicit operator bool() const noexcept { return static_cast<bool>(id); }
   friend constexpr auto operator<=>(const priority_alias&, const priority_alias&) = default;
-  std::string to_string() const { return "#Alias<" + owner.to_string() + "," + id.to_string() + ">"; }
+  std::string to_string() const {
+    return "#Alias<" + owner.to_string() + "," + id.to_string() + ">";
+  }
 };
 
 BEAMLET_END_NAMESPACE

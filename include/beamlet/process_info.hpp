@@ -48,9 +48,9 @@ struct process_details {
   bool complete = false;
   /// A mailbox: the identity of an outside thread (beamlet/mailbox.hpp).
   bool mailbox = false;
-  /// Messages queued and not yet received, including those not yet moved out of the inbox
-  /// (where exit and monitor signals in flight count too: telling them apart would cost every
-  /// send a look at the node's type).
+  /// Messages queued and not yet received, priority messages included, and those not yet moved
+  /// out of the inbox (where exit and monitor signals in flight count too: telling them apart
+  /// would cost every send a look at the node's type).
   std::size_t message_queue_len = 0;
   std::uint64_t messages_received = 0;  ///< messages ever queued
   std::uint64_t messages_examined = 0;  ///< messages looked at by receives (the scan cost)

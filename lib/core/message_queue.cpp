@@ -58,14 +58,14 @@ message_node* message_queue::marker_position(std::uint64_t ref_value) noexcept {
 
 void message_queue::note_in(const message_node* n) noexcept {
   if (!counted_message(n)) return;
-  ++counted_;
-  if (reserved_ != nullptr) reserved_->fetch_add(1, std::memory_order_relaxed);
+  ++tally_->counted;
+  if (tally_->reserved != nullptr) tally_->reserved->fetch_add(1, std::memory_order_relaxed);
 }
 
 void message_queue::note_out(const message_node* n) noexcept {
   if (!counted_message(n)) return;
-  --counted_;
-  if (reserved_ != nullptr) reserved_->fetch_sub(1, std::memory_order_relaxed);
+  --tally_->counted;
+  if (tally_->reserved != nullptr) tally_->reserved->fetch_sub(1, std::memory_order_relaxed);
 }
 
 void message_queue::clear_marker(std::uint64_t ref_value) noexcept {

@@ -279,8 +279,9 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   s.mailbox = p->external;
   const std::uintptr_t word = p->inbox.load(std::memory_order_acquire);
   const std::size_t undrained = undrained_messages(p, word);
-  const message_queue* urgent = p->prio_queue.load(std::memory_order_acquire);
-  s.message_queue_len = p->queue.size() + undrained + (urgent != nullptr ? urgent->size() : 0);
+  const priority_state* urgent = p->prio.load(std::memory_order_acquire);
+  s.message_queue_len =
+      p->queue.size() + undrained + (urgent != nullptr ? urgent->queue.size() : 0);
   s.queue_bytes = p->queue.bytes();
   s.messages_received = p->queue.received() + undrained;
   s.messages_examined = p->queue.scanned();

@@ -25,7 +25,7 @@ proc::~proc() {
   }
   if (external) wait_state().~external_wait();
   delete bound;
-  delete prio;
+  delete prio.load(std::memory_order_relaxed);
 }
 
 void free_proc(void* obj) noexcept {
@@ -71,8 +71,10 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
   auto* p = ::new (mem) proc(rt, static_cast<std::uint32_t>(size));
   if (bound != nullptr) {
     p->bound = bound.release();
-    p->queue.track_limit(p->bound->policy == overflow_policy::drop_oldest ? nullptr
-                                                                          : &p->bound->count);
+    p->bounded = true;
+    p->bound->tally.reserved =
+        p->bound->policy == overflow_policy::drop_oldest ? nullptr : &p->bound->count;
+    p->queue.track_limit(&p->bound->tally);
   }
   try {
     if (external) {
@@ -168,7 +170,7 @@ send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
     destroy_node(n);
     return send_status::no_process;
   }
-  if (p->bound != nullptr) return push_bounded(p, n, give_back);
+  if (p->bounded) return push_bounded(p, n, give_back);
   return push(p, n) ? send_status::queued : send_status::no_process;
 }
 
@@ -206,7 +208,9 @@ std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid who
   pin guard(rt);
   proc* p = rt.table.lookup(who);
   if (p == nullptr) return std::nullopt;
-  const std::uint64_t a = p->published_alias.load(std::memory_order_acquire);
+  const priority_state* urgent = p->prio.load(std::memory_order_acquire);
+  const std::uint64_t a =
+      urgent != nullptr ? urgent->published.load(std::memory_order_acquire) : 0;
   if (a == 0) return std::nullopt;
   return priority_alias{who, ref(a)};
 }
@@ -470,30 +474,28 @@ std::size_t basic_process::message_queue_len() noexcept {
     detail::drain(p_);
   } catch (...) {
   }
-  const std::size_t urgent = p_->prio != nullptr ? p_->prio->queue.size() : 0;
+  const std::size_t urgent = p_->urgent() != nullptr ? p_->urgent()->queue.size() : 0;
   return p_->queue.size() + urgent;
 }
 
 priority_alias basic_process::make_priority_alias(bool publish) {
   detail::proc* p = p_;
-  if (p->prio == nullptr) {
-    p->prio = new detail::priority_state;
-    p->prio_queue.store(&p->prio->queue, std::memory_order_release);
-  }
+  if (p->urgent() == nullptr)
+    p->prio.store(new detail::priority_state, std::memory_order_release);
   const std::uint64_t id = rt_->new_ref();
-  p->prio->aliases.push_back(id);
+  p->urgent()->aliases.push_back(id);
   // Publishing again replaces the published alias; the earlier one stays active.
-  if (publish) p->published_alias.store(id, std::memory_order_release);
+  if (publish) p->urgent()->published.store(id, std::memory_order_release);
   return priority_alias{self_, ref(id)};
 }
 
 bool basic_process::unalias(const priority_alias& a) noexcept {
   detail::proc* p = p_;
-  if (a.owner != self_ || p->prio == nullptr) return false;
+  if (a.owner != self_ || p->urgent() == nullptr) return false;
   // The published alias lives as long as the process: whoever looked it up may be sending
   // through it (a stop, a shutdown), and must not find it dead while the process is not.
-  if (p->published_alias.load(std::memory_order_relaxed) == a.id.value()) return false;
-  auto& v = p->prio->aliases;
+  if (p->urgent()->published.load(std::memory_order_relaxed) == a.id.value()) return false;
+  auto& v = p->urgent()->aliases;
   const auto it = std::find(v.begin(), v.end(), a.id.value());
   if (it == v.end()) return false;
   v.erase(it);

@@ -154,7 +154,7 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   settle(p, std::exchange(p->deferred, nullptr));
   settle(p, in_arrival_order(p->inbox.exchange(inbox_word::closed, std::memory_order_seq_cst)));
   p->queue.clear();
-  if (p->prio != nullptr) p->prio->queue.clear();
+  if (p->urgent() != nullptr) p->urgent()->queue.clear();
   // Timers aimed at a dead process would only be dropped when they fire: cancel them now, as
   // BEAM does. The flag is read after the inbox is closed (see timer_service::send_after).
   if (p->timers_aimed.load(std::memory_order_seq_cst)) rt.timers.cancel_aimed_at(p->id());

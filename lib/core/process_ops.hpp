@@ -52,7 +52,7 @@ bool scan_priority_first(proc* p, receive_op& op);
 /// Runs op's scan over p's mailbox: the priority messages first (EEP 76), then the queue from
 /// op.position.
 inline bool scan_mailbox(proc* p, receive_op& op) {
-  if (p->prio != nullptr && !p->prio->queue.empty()) [[unlikely]]
+  if (p->urgent() != nullptr && !p->urgent()->queue.empty()) [[unlikely]]
     return scan_priority_first(p, op);
   return op.scan(p->queue);
 }

@@ -29,7 +29,7 @@ void wake(proc* p) noexcept {
 // A trapped exit becomes an ordinary message (spec §2 rule 6), or a priority one when the
 // signal came through a priority alias.
 void trap(proc* p, pid from, exit_reason reason, bool priority) {
-  message_queue& q = priority ? p->prio->queue : p->queue;
+  message_queue& q = priority ? p->urgent()->queue : p->queue;
   q.push_back(make_message(exit_message{from, std::move(reason)}));
 }
 
@@ -97,9 +97,9 @@ bool handle_signal(proc* p, message_node* n) {
     case signal_kind::priority: {
       auto& s = payload<priority_signal>(n);
       // Only an active alias delivers (EEP 76): otherwise dropped, with what it carries.
-      if (p->exiting || p->prio == nullptr || !p->prio->active(s.alias)) return false;
+      if (p->exiting || p->urgent() == nullptr || !p->urgent()->active(s.alias)) return false;
       if (s.inner->type->kind == node_kind::message) {
-        p->prio->queue.push_back(std::exchange(s.inner, nullptr));
+        p->urgent()->queue.push_back(std::exchange(s.inner, nullptr));
       } else {
         handle_exit_signal(p, s.inner, /*priority=*/true);
       }
@@ -176,7 +176,7 @@ bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
     return false;
   }
   // Every ordinary message (sent, fired by a timer, an alarm) counts against a bounded mailbox.
-  if (p->bound != nullptr) [[unlikely]]
+  if (p->bounded) [[unlikely]]
     return push_bounded(p, n, nullptr) != send_status::no_process;
   return push(p, n);
 }
@@ -192,8 +192,8 @@ bool kills(proc* p, message_node* n) {
   if (kind_of(n) == signal_kind::priority) {
     // A priority exit signal counts only through an active alias.
     const auto& s = payload<priority_signal>(n);
-    if (p->prio == nullptr || s.inner->type->kind != node_kind::signal ||
-        !p->prio->active(s.alias))
+    if (p->urgent() == nullptr || s.inner->type->kind != node_kind::signal ||
+        !p->urgent()->active(s.alias))
       return false;
     n = s.inner;
   }
@@ -284,8 +284,8 @@ bool scan_priority_first(proc* p, receive_op& op) {
   // The priority queue has its own save position, so a receive that is woken again and again
   // looks at each priority message once, as it does at each ordinary one.
   message_node* const saved = op.position;
-  op.position = op.priority_position != nullptr ? op.priority_position : p->prio->queue.head();
-  if (op.scan(p->prio->queue)) {
+  op.position = op.priority_position != nullptr ? op.priority_position : p->urgent()->queue.head();
+  if (op.scan(p->urgent()->queue)) {
     op.priority_position = nullptr;
     return true;
   }
@@ -352,7 +352,7 @@ void drain_arrivals(proc* p, drain_mode mode) {
     n = next;
   }
   flush_run();
-  if (p->bound != nullptr && p->bound->policy == overflow_policy::drop_oldest) [[unlikely]]
+  if (p->bounded && p->bound->policy == overflow_policy::drop_oldest) [[unlikely]]
     trim_oldest(p);
   // The owner sees its queue grow here, as it takes arrivals in (a load, no store, per batch;
   // the send path pays nothing): a busy process is caught at its next receive.

@@ -121,12 +121,15 @@ struct mailbox_bound {
   /// leave. Under drop_oldest it may pass capacity until the owner trims.
   std::atomic<std::int64_t> count{0};
   std::atomic<std::uint64_t> dropped{0};  ///< refused, dropped or trimmed
+  queue_tally tally;                       ///< what the owner's queue counts
 };
 
 /// Priority messages (beamlet/priority.hpp), made by the first priority alias. Owner only.
 struct priority_state {
   message_queue queue;                 ///< received ahead of proc::queue
   std::vector<std::uint64_t> aliases;  ///< the active priority aliases (a few at most)
+  /// The alias published for others to find (0: none); written by the owner, read by anyone.
+  std::atomic<std::uint64_t> published{0};
 
   bool active(std::uint64_t alias) const noexcept {
     return std::find(aliases.begin(), aliases.end(), alias) != aliases.end();
@@ -147,8 +150,6 @@ struct proc {
 
   // -- written by other threads ------------------------------------------------------------------
   std::atomic<std::uintptr_t> inbox{inbox_word::empty};
-  /// Set before publication when the mailbox is bounded; read by senders (same line as inbox).
-  mailbox_bound* bound = nullptr;
 
   // -- immutable after publication: the handle passed to the body, which also carries the pid
   // and the runtime (sent-to processes are looked up by pid, so this stays on the hot line) ---
@@ -167,10 +168,17 @@ struct proc {
   bool external = false;
   ack_wait ack_mode = ack_wait::scan;
   std::uint32_t receive_seq = 0;
+  /// The mailbox is bounded (`bound` is set). Immutable after publication and on the line a
+  /// send touches anyway, so an unbounded target costs a sender one test of a byte.
+  bool bounded = false;
   receive_op* op = nullptr;
   std::coroutine_handle<> resume_point;
   message_queue queue;
-  priority_state* prio = nullptr;  ///< made by the first priority alias
+  /// Made by the first priority alias and freed with the process's memory. Atomic only because
+  /// published_priority_alias and process_info read it from other threads: the owner's loads
+  /// are plain ones (urgent()).
+  std::atomic<priority_state*> prio{nullptr};
+  priority_state* urgent() const noexcept { return prio.load(std::memory_order_relaxed); }
   message_node* deferred = nullptr;  ///< signals held back by drain(until_kill), in order
   // Read by process_info from any thread, written by the owner with relaxed stores: next to
   // the queue's counters, on a line a run touches anyway.
@@ -214,10 +222,8 @@ struct proc {
   /// The receive timeout, armed while blocked in a receive with `after`; made on first use
   /// (most processes never wait with a timeout).
   timer_entry* timer = nullptr;
-  /// The priority alias published for others to find (0: none); written by the owner.
-  std::atomic<std::uint64_t> published_alias{0};
-  /// prio's queue, published once for process_info (which may not read `prio` itself).
-  std::atomic<const message_queue*> prio_queue{nullptr};
+  /// A bounded mailbox's state (see `bounded`), made before publication, freed with the memory.
+  mailbox_bound* bound = nullptr;
 
   /// The body (a copy of the callable) follows the process in the same allocation, at
   /// proc_body_offset.

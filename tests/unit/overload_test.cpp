@@ -196,25 +196,25 @@ struct fragile {
 TEST(BoundedMailbox, AMessagePutBackAfterAFailedMoveStillCounts) {
   runtime rt;
   mailbox me(rt);
-  const pid p = me.spawn_opt(
-                      [report = me.self()](process& self) -> task<> {
-                        self.trap_exit(true);
-                        co_await self.receive(on<exit_message>());
-                        fragile::fail = true;
-                        bool threw = false;
-                        try {
-                          (void)co_await self.receive(on<fragile>([](fragile f) { return f.value; }));
-                        } catch (const std::runtime_error&) {
-                          threw = true;
-                        }
-                        fragile::fail = false;
-                        const int v =
-                            co_await self.receive(on<fragile>([](fragile f) { return f.value; }));
-                        self.send(report, threw && v == 1 ? std::string("ok") : std::string("no"));
-                        co_await self.receive(on<exit_message>());
-                      },
-                      spawn_options{.mailbox = {2, overflow_policy::reject}})
-                    .pid;
+  const pid p =
+      me.spawn_opt(
+            [report = me.self()](process& self) -> task<> {
+              self.trap_exit(true);
+              co_await self.receive(on<exit_message>());
+              fragile::fail = true;
+              bool threw = false;
+              try {
+                (void)co_await self.receive(on<fragile>([](fragile f) { return f.value; }));
+              } catch (const std::runtime_error&) {
+                threw = true;
+              }
+              fragile::fail = false;
+              const int v = co_await self.receive(on<fragile>([](fragile f) { return f.value; }));
+              self.send(report, threw && v == 1 ? std::string("ok") : std::string("no"));
+              co_await self.receive(on<exit_message>());
+            },
+            spawn_options{.mailbox = {2, overflow_policy::reject}})
+          .pid;
   wait_trapping(rt, p);
   EXPECT_FALSE(me.try_send(p, fragile(1)));
   me.exit(p, exit_reason::error("go"));
@@ -260,7 +260,8 @@ TEST(BoundedMailbox, AFullSupervisorStillRestartsItsChildren) {
   restart_backoff b;
   b.min = 1ms;
   b.jitter = 0;
-  const auto started = dynamic_supervisor::start_child(me, sup, child_spec("c", flaky).with_backoff(b));
+  const auto started =
+      dynamic_supervisor::start_child(me, sup, child_spec("c", flaky).with_backoff(b));
   ASSERT_TRUE(started && started->is_ok());
   me.exit(started->pid(), exit_reason::kill());
   ASSERT_TRUE(eventually([&] { return runs->load() == 4; }));
@@ -296,28 +297,28 @@ TEST(BoundedMailbox, SignalsDownsAndRepliesAreNeverDroppedOrCounted) {
   mailbox me(rt);
   // A dynamic supervisor to call into, and a process that ends, to monitor.
   const pid sup = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{}).pid();
-  const pid p = me.spawn_opt(
-                      [sup, report = me.self()](process& self) -> task<> {
-                        self.trap_exit(true);
-                        co_await self.receive(on<exit_message>());  // the gate
-                        // The mailbox is full of ints: a DOWN, a trapped EXIT and a call reply
-                        // still get in.
-                        const auto m = self.spawn_monitor([](process&) -> task<> { co_return; });
-                        auto d = co_await self.receive(on<down>(), after(5s));
-                        const pid linked = self.spawn_link([](process& s) -> task<> {
-                          co_await s.exit(exit_reason::error("boom"));
-                        });
-                        auto e = co_await self.receive(
-                            on<exit_message>().when(
-                                [linked](const exit_message& x) { return x.from == linked; }),
-                            after(5s));
-                        const child_counts n = co_await dynamic_supervisor::count_children(
-                            self, sup, 5000ms);
-                        self.send(report, std::string(d && e && n.specs == 0 ? "ok" : "lost"));
-                        (void)m;
-                      },
-                      spawn_options{.mailbox = {1, overflow_policy::drop_newest}})
-                    .pid;
+  const pid p =
+      me.spawn_opt(
+            [sup, report = me.self()](process& self) -> task<> {
+              self.trap_exit(true);
+              co_await self.receive(on<exit_message>());  // the gate
+              // The mailbox is full of ints: a DOWN, a trapped EXIT and a call reply
+              // still get in.
+              const auto m = self.spawn_monitor([](process&) -> task<> { co_return; });
+              auto d = co_await self.receive(on<down>(), after(5s));
+              const pid linked = self.spawn_link(
+                  [](process& s) -> task<> { co_await s.exit(exit_reason::error("boom")); });
+              auto e =
+                  co_await self.receive(on<exit_message>().when([linked](const exit_message& x) {
+                    return x.from == linked;
+                  }),
+                                        after(5s));
+              const child_counts n = co_await dynamic_supervisor::count_children(self, sup, 5000ms);
+              self.send(report, std::string(d && e && n.specs == 0 ? "ok" : "lost"));
+              (void)m;
+            },
+            spawn_options{.mailbox = {1, overflow_policy::drop_newest}})
+          .pid;
   wait_trapping(rt, p);
   me.send(p, 1);
   me.send(p, 2);  // dropped: the mailbox holds one
@@ -572,7 +573,8 @@ TEST(Priority, APrioritySupervisorTakesItsShutdownAheadOfTheBacklog) {
     self.trap_exit(true);
     supervisor_options o;
     o.priority = true;
-    const start_result s = co_await dynamic_supervisor::start_link(self, o, dynamic_supervisor_flags{});
+    const start_result s =
+        co_await dynamic_supervisor::start_link(self, o, dynamic_supervisor_flags{});
     CO_ASSERT_TRUE(s.is_ok());
     const pid sup = s.pid();
     const ref mon = self.monitor(sup);
@@ -621,6 +623,15 @@ TEST(TokenBucket, AdmitsTheBurstThenTheRate) {
   EXPECT_FALSE(b.try_acquire(t0 + 100ms));
   EXPECT_NEAR(b.available(t0 + 10s), 3.0, 1e-9);  // never more than the burst
   EXPECT_TRUE(b.try_acquire(t0 + 10s));
+}
+
+TEST(TokenBucket, AFineRateStillAdmitsItsBurst) {
+  // Above 1e9/s a token's interval rounds to 1 ns: the bucket must still hold one.
+  token_bucket b({.per_second = 4e9, .burst = 1});
+  const token_bucket::time_point t0{std::chrono::seconds(1)};
+  EXPECT_TRUE(b.try_acquire(t0));
+  EXPECT_FALSE(b.try_acquire(t0));
+  EXPECT_TRUE(b.try_acquire(t0 + 1ns));
 }
 
 TEST(TokenBucket, RejectsBadParameters) {
@@ -772,8 +783,8 @@ TEST(Shedding, AboveTheThresholdStartsAreShed) {
   constexpr int clients = 20;
   for (int i = 0; i < clients; ++i) {
     me.spawn([sup, runs, g = me.self()](process& self) -> task<> {
-      auto r = co_await dynamic_supervisor::start_child(self, sup,
-                                                        child_spec("c", counted_start(runs)));
+      auto r =
+          co_await dynamic_supervisor::start_child(self, sup, child_spec("c", counted_start(runs)));
       self.send(g, r ? 1 : (r.error().code == sup_errc::overloaded ? 0 : -1));
     });
   }
@@ -889,8 +900,8 @@ TEST(Backoff, AStaticSupervisorSpacesRestartsToo) {
   f.intensity = 100;
   const std::vector<child_spec> kids{
       child_spec("flaky", crashing_start(mu, starts)).with_backoff(b)};
-  const pid sup = supervisor::start_link(me, {}, [f, kids] { return supervisor_init(f, kids); })
-                      .pid();
+  const pid sup =
+      supervisor::start_link(me, {}, [f, kids] { return supervisor_init(f, kids); }).pid();
   const std::vector<std::chrono::milliseconds> expected{50ms, 100ms, 200ms};
   for (std::size_t k = 0; k < expected.size(); ++k) {
     ASSERT_TRUE(eventually([&] {
@@ -907,6 +918,51 @@ TEST(Backoff, AStaticSupervisorSpacesRestartsToo) {
   std::lock_guard lock(*mu);
   for (std::size_t k = 0; k < expected.size(); ++k)
     EXPECT_EQ((*starts)[k + 1] - (*starts)[k], expected[k]) << "restart " << k;
+}
+
+TEST(Backoff, OneForAllStopsTheGroupAtOnceAndStartsWhatIsNotRunning) {
+  auto clock = std::make_shared<manual_clock>();
+  runtime rt({.clock = clock});
+  mailbox me(rt);
+  restart_backoff b;
+  b.min = 100ms;
+  b.jitter = 0;
+  // A crashes when told; B just runs.
+  start_function a_start = [](process& s) -> task<start_result> {
+    co_return start_result::ok(s.spawn_link([](process& self) -> task<> {
+      co_await self.receive(on<std::string>());
+      co_await self.exit(exit_reason::error("crash"));
+    }));
+  };
+  supervisor_flags f;
+  f.strategy = restart_strategy::one_for_all;
+  f.intensity = 10;
+  const std::vector<child_spec> kids{child_spec("a", a_start).with_backoff(b),
+                                     child_spec("b", parked_start())};
+  const pid sup =
+      supervisor::start_link(me, {}, [f, kids] { return supervisor_init(f, kids); }).pid();
+  auto child = [&](const char* id) {
+    for (const auto& c : supervisor::which_children(me, sup))
+      if (c.id == id) return c;
+    return child_info{};
+  };
+  const pid a0 = child("a").pid;
+  const pid b0 = child("b").pid;
+  me.send(a0, std::string("crash"));
+  // The group is stopped at once; A waits for its delay.
+  ASSERT_TRUE(eventually([&] {
+    return child("a").status == child_info::state::restarting && !child("b").pid;
+  }));
+  EXPECT_FALSE(rt.is_alive(b0));
+  // B restarted by hand meanwhile: when the delay is over, only A starts.
+  const auto by_hand = supervisor::restart_child(me, sup, "b");
+  ASSERT_TRUE(by_hand && by_hand->is_ok());
+  const pid b1 = by_hand->pid();
+  clock->advance(100ms);
+  ASSERT_TRUE(eventually([&] { return child("a").status == child_info::state::running; }));
+  EXPECT_NE(child("a").pid, a0);
+  EXPECT_EQ(child("b").pid, b1);
+  EXPECT_TRUE(rt.is_alive(b1));
 }
 
 TEST(Backoff, ResetsAfterTheChildRanLongEnough) {
@@ -936,13 +992,15 @@ TEST(Backoff, ResetsAfterTheChildRanLongEnough) {
     ASSERT_EQ(kids.size(), 1u);
     const int before = starts->load();
     me.send(kids[0].pid, std::string("crash"));
-    ASSERT_TRUE(eventually([&] { return dynamic_supervisor::count_children(me, sup).active == 0; }));
+    ASSERT_TRUE(
+        eventually([&] { return dynamic_supervisor::count_children(me, sup).active == 0; }));
     clock->advance(delay - 1ms);
     std::this_thread::sleep_for(20ms);
     EXPECT_EQ(starts->load(), before);
     clock->advance(1ms);
     ASSERT_TRUE(eventually([&] { return starts->load() == before + 1; }));
-    ASSERT_TRUE(eventually([&] { return dynamic_supervisor::count_children(me, sup).active == 1; }));
+    ASSERT_TRUE(
+        eventually([&] { return dynamic_supervisor::count_children(me, sup).active == 1; }));
   };
   crash_and_wait(100ms);
   crash_and_wait(200ms);
@@ -979,8 +1037,8 @@ TEST(Backoff, TheIntensityStillApplies) {
     clock->advance(1s);
   }
   // The fourth crash within 5 s ends the supervisor.
-  const auto e = assert_receive<exit_message>(
-      me, 10s, [sup](const exit_message& x) { return x.from == sup; });
+  const auto e =
+      assert_receive<exit_message>(me, 10s, [sup](const exit_message& x) { return x.from == sup; });
   EXPECT_EQ(e.reason, exit_reason::shutdown());
   std::lock_guard lock(*mu);
   EXPECT_EQ(starts->size(), 4u);

@@ -60,7 +60,8 @@ send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
 /// The error try_send reports for a status.
 std::error_code status_error(send_status s) noexcept;
 /// Sends `n` through a priority alias (dropped when the alias is not active).
-send_status send_priority_node(runtime_core& rt, const priority_alias& to, message_node* n) noexcept;
+send_status send_priority_node(runtime_core& rt, const priority_alias& to,
+                               message_node* n) noexcept;
 /// Forgets the receive marker of `r` in self's queue (a marked ref whose receive will not run).
 void clear_marker(basic_process& self, ref r) noexcept;
 /// The alias `p` published (process::make_priority_alias(true)), if it is alive and has one.

@@ -24,6 +24,12 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
+/// What a bounded mailbox's queue counts (see message_queue::track_limit); owned by the bound.
+struct queue_tally {
+  std::int64_t counted = 0;                      ///< ordinary messages queued (owner only)
+  std::atomic<std::int64_t>* reserved = nullptr;  ///< senders' reservations to release, if any
+};
+
 class message_queue {
  public:
   /// OTP keeps a fixed block of receive markers per process (ERTS_RECV_MARKER_BLOCK_SIZE = 8).
@@ -64,7 +70,7 @@ class message_queue {
 
   void push_back(message_node* n) noexcept {
     append(n, n, 1, n->type->node_size);
-    if (tracking_) [[unlikely]]
+    if (tally_ != nullptr) [[unlikely]]
       note_in(n);
   }
 
@@ -75,7 +81,7 @@ class message_queue {
     if (tail_ == n) tail_ = prev;
     size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (markers_in_use_ != 0) move_markers(n, prev);
-    if (tracking_) [[unlikely]]
+    if (tally_ != nullptr) [[unlikely]]
       note_out(n);
     n->next = nullptr;
     return n;
@@ -87,24 +93,21 @@ class message_queue {
     prev->next = n;
     if (tail_ == prev) tail_ = n;
     bump(size_, 1);
-    if (tracking_) [[unlikely]]
+    if (tally_ != nullptr) [[unlikely]]
       note_in(n);
   }
 
   // -- bounded mailboxes (beamlet/mailbox_limit.hpp) ---------------------------------------------
 
-  /// Counts the ordinary messages (counted_message) in this queue from now on. Each one that
-  /// leaves also releases a sender's reservation in `*reserved` (null: nothing reserved, as
-  /// under drop_oldest). Set before any message is queued.
-  void track_limit(std::atomic<std::int64_t>* reserved) noexcept {
-    tracking_ = true;
-    reserved_ = reserved;
-  }
-  bool tracking() const noexcept { return tracking_; }
+  /// Counts the ordinary messages (counted_message) in this queue into `t` from now on; each
+  /// one that leaves also releases a sender's reservation in `*t.reserved` (null: nothing
+  /// reserved, as under drop_oldest). Set before any message is queued; `t` outlives the queue.
+  void track_limit(queue_tally* t) noexcept { tally_ = t; }
+  bool tracking() const noexcept { return tally_ != nullptr; }
   /// Ordinary messages queued (while tracking).
-  std::int64_t counted() const noexcept { return counted_; }
+  std::int64_t counted() const noexcept { return tally_->counted; }
   /// `n` ordinary messages were appended (append() does not look at the nodes).
-  void add_counted(std::int64_t n) noexcept { counted_ += n; }
+  void add_counted(std::int64_t n) noexcept { tally_->counted += n; }
 
   /// Destroys every queued message.
   void clear() noexcept;
@@ -150,9 +153,7 @@ class message_queue {
   marker* markers_ = nullptr;  // allocated on first use: most processes never mark
   std::int32_t markers_in_use_ = 0;
   std::uint32_t marker_clock_ = 0;
-  bool tracking_ = false;
-  std::int64_t counted_ = 0;
-  std::atomic<std::int64_t>* reserved_ = nullptr;
+  queue_tally* tally_ = nullptr;  ///< set for a bounded mailbox's queue
 };
 
 }  // namespace detail
