@@ -84,6 +84,7 @@ void receive_blocking(proc* p, receive_op& op) {
     proc* p;
     receive_op& op;
     ~end_guard() {
+      release_matched(p, op);
       if (op.since != 0) p->queue.clear_marker(op.since);
       {
         // p->op is what process_info reads (under the mutex) while the mailbox waits.

@@ -56,6 +56,13 @@ inline bool scan_mailbox(proc* p, receive_op& op) {
     return scan_priority_first(p, op);
   return op.scan(p->queue);
 }
+/// A receive ended: the message it took from the ordinary queue no longer counts against a
+/// bounded mailbox (the priority queue keeps no tally). One test of a byte on the record's first
+/// line when the mailbox is unbounded.
+inline void release_matched(proc* p, const receive_op& op) noexcept {
+  if (p->bounded && op.matched != nullptr && op.queue == &p->queue) [[unlikely]]
+    p->queue.release(op.matched);
+}
 /// Parks p in its current receive unless something arrived. True when parked: from then on
 /// another thread may own p.
 inline bool try_block(proc* p) noexcept {

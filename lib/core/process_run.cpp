@@ -325,6 +325,7 @@ void receive_suspend(proc* p, receive_op& op, std::coroutine_handle<> h) noexcep
 }
 
 void receive_end(proc* p, receive_op& op) noexcept {
+  release_matched(p, op);
   if (op.since != 0) p->queue.clear_marker(op.since);
   p->op = nullptr;
   // Tested first: an unconditional store here measurably slows a ping-pong, and most receives

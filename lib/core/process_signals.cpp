@@ -242,7 +242,9 @@ void trim_oldest(proc* p) noexcept {
     }
     // A parked receive remembers the last message it examined: keep that position valid.
     if (p->op != nullptr && p->op->position == n) p->op->position = prev;
-    destroy_node(p->queue.unlink_after(prev));
+    message_node* gone = p->queue.unlink_after(prev);
+    p->queue.release(gone);
+    destroy_node(gone);
     b.dropped.fetch_add(1, std::memory_order_relaxed);
     p->rt()->messages_dropped.fetch_add(1, std::memory_order_relaxed);
     --excess;

@@ -68,21 +68,19 @@ class message_queue {
     bump(received_, count);
   }
 
-  void push_back(message_node* n) noexcept {
-    append(n, n, 1, n->type->node_size);
-    if (tally_ != nullptr) [[unlikely]]
-      note_in(n);
-  }
+  /// For the messages the owner makes itself (trapped exits, DOWNs, replies): control
+  /// messages, which a bounded mailbox's tally does not count.
+  void push_back(message_node* n) noexcept { append(n, n, 1, n->type->node_size); }
 
-  /// Removes and returns the node after `prev`.
+  /// Removes and returns the node after `prev`. A bounded mailbox's tally is not told here (a
+  /// receive's scan is the hottest loop there is): whoever takes a message out for good calls
+  /// release() (receive_end, the drop_oldest trim).
   message_node* unlink_after(message_node* prev) noexcept {
     message_node* n = prev->next;
     prev->next = n->next;
     if (tail_ == n) tail_ = prev;
     size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (markers_in_use_ != 0) move_markers(n, prev);
-    if (tally_ != nullptr) [[unlikely]]
-      note_out(n);
     n->next = nullptr;
     return n;
   }
@@ -104,6 +102,10 @@ class message_queue {
   /// reserved, as under drop_oldest). Set before any message is queued; `t` outlives the queue.
   void track_limit(queue_tally* t) noexcept { tally_ = t; }
   bool tracking() const noexcept { return tally_ != nullptr; }
+  /// `n`, taken out of this queue for good, no longer counts.
+  void release(const message_node* n) noexcept {
+    if (tally_ != nullptr) note_out(n);
+  }
   /// Ordinary messages queued (while tracking).
   std::int64_t counted() const noexcept { return tally_->counted; }
   /// `n` ordinary messages were appended (append() does not look at the nodes).
