@@ -1,5 +1,9 @@
 // Overload control (docs/operations.md): bounded mailboxes, priority messages, start-rate limits,
-// load shedding and restart backoff.
+// load shedding and restart backoff. One file over 600 lines on purpose, for now: the five
+// controls are tested through one set of gates (a start function that blocks a supervisor until
+// an exit signal opens it, fillers that queue real start requests, bounded readers released by
+// an exit signal), and several tests combine controls. Splitting it by control, with those
+// helpers in a shared header, is the next step.
 #include <beamlet/dynamic_supervisor.hpp>
 #include <beamlet/metrics.hpp>
 #include <beamlet/partition_supervisor.hpp>
