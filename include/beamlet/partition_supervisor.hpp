@@ -49,10 +49,10 @@
 #include <beamlet/child_spec.hpp>
 #include <beamlet/config.hpp>
 #include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/rate_limit.hpp>
 #include <beamlet/ids.hpp>
 #include <beamlet/mailbox.hpp>
 #include <beamlet/process.hpp>
+#include <beamlet/rate_limit.hpp>
 #include <beamlet/start_result.hpp>
 #include <beamlet/supervisor.hpp>
 #include <beamlet/task.hpp>

@@ -222,9 +222,9 @@ task<start_result> start(process& self, F&& body, start_options opts = {}) {
   const bool scan = opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan;
   // OTP 25 sync_start/2 waits on {ack, Pid, Ret} (pid-keyed) or {'DOWN', Ref, ...}: no marker.
   const ref tag = scan ? ref() : self.make_ref(marked);
-  const spawn_result sr = self.spawn_opt(
-      detail::child_body(std::move(fn), starter(self.self(), tag)),
-      {.monitor = true, .mailbox = opts.mailbox});
+  const spawn_result sr =
+      self.spawn_opt(detail::child_body(std::move(fn), starter(self.self(), tag)),
+                     {.monitor = true, .mailbox = opts.mailbox});
   auto done = [&](auto&& m) -> std::optional<start_result> {
     if (auto* a = m.template get_if<init_ack_message>()) {
       self.demonitor(sr.monitor, flush);

@@ -65,13 +65,9 @@ inline constexpr bool is_control_message = false;
 
 /// The identity of message type T.
 template <class T>
-inline constexpr type_descriptor message_type{&destroy_typed<T>,
-                                              &typeid(T),
-                                              node_kind::message,
-                                              0,
-                                              nullptr,
-                                              sizeof(typed_node<T>),
-                                              is_control_message<T>};
+inline constexpr type_descriptor message_type{
+    &destroy_typed<T>,     &typeid(T),           node_kind::message, 0, nullptr,
+    sizeof(typed_node<T>), is_control_message<T>};
 
 /// Counted by a bounded mailbox: an ordinary message (not a signal, not a control message).
 inline bool counted_message(const message_node* n) noexcept {

@@ -26,7 +26,7 @@ namespace detail {
 
 /// What a bounded mailbox's queue counts (see message_queue::track_limit); owned by the bound.
 struct queue_tally {
-  std::int64_t counted = 0;                      ///< ordinary messages queued (owner only)
+  std::int64_t counted = 0;                       ///< ordinary messages queued (owner only)
   std::atomic<std::int64_t>* reserved = nullptr;  ///< senders' reservations to release, if any
 };
 

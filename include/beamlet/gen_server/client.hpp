@@ -214,18 +214,25 @@ void check_call() {
                 "call: the server has no handle_call(const Req&, from<Reply>) for this request");
 }
 
+/// call and its priority form from a process: the checks, then the protocol.
+template <class S, class Req>
+task<reply_of_t<std::decay_t<Req>>> process_call(process& self, server_ref<S> server, Req&& req,
+                                                 timeout_value timeout, bool prio) {
+  check_call<S, std::decay_t<Req>>();
+  static_assert(coroutine_safe_argument<Req>,
+                "call: with GCC 12, pass a request that is an aggregate with a destructor (e.g. "
+                "one holding a std::string) as a named variable, not a temporary: GCC 12 "
+                "miscompiles such temporaries in a co_await expression (docs/gcc12-coroutines.md)");
+  return call_protocol(self, std::move(server), std::forward<Req>(req), timeout, prio);
+}
+
 }  // namespace detail
 
 /// gen_server:call: sends `req` and waits up to `timeout` for the reply. Throws call_error.
 template <class S, class Req>
 task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Req&& req,
                                          timeout_value timeout = std::chrono::milliseconds(5000)) {
-  detail::check_call<S, std::decay_t<Req>>();
-  static_assert(detail::coroutine_safe_argument<Req>,
-                "call: with GCC 12, pass a request that is an aggregate with a destructor (e.g. "
-                "one holding a std::string) as a named variable, not a temporary: GCC 12 "
-                "miscompiles such temporaries in a co_await expression (docs/gcc12-coroutines.md)");
-  return detail::call_protocol(self, std::move(server), std::forward<Req>(req), timeout);
+  return detail::process_call<S>(self, std::move(server), std::forward<Req>(req), timeout, false);
 }
 
 /// gen_server:call from an outside thread (blocks it).
@@ -241,15 +248,9 @@ reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req,
 /// priority alias, so the server takes it ahead of everything queued; an ordinary call when the
 /// server published none. The reply and the errors are call's.
 template <class S, class Req>
-task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Req&& req,
-                                         priority_t,
+task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Req&& req, priority_t,
                                          timeout_value timeout = std::chrono::milliseconds(5000)) {
-  detail::check_call<S, std::decay_t<Req>>();
-  static_assert(detail::coroutine_safe_argument<Req>,
-                "call: with GCC 12, pass a request that is an aggregate with a destructor (e.g. "
-                "one holding a std::string) as a named variable, not a temporary: GCC 12 "
-                "miscompiles such temporaries in a co_await expression (docs/gcc12-coroutines.md)");
-  return detail::call_protocol(self, std::move(server), std::forward<Req>(req), timeout, true);
+  return detail::process_call<S>(self, std::move(server), std::forward<Req>(req), timeout, true);
 }
 template <class S, class Req>
 reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req, priority_t,
