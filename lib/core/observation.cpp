@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "observation.hpp"
 #include "process_ops.hpp"
@@ -141,8 +142,34 @@ std::size_t undrained_messages(const proc* p, std::uintptr_t word) noexcept {
 }
 }  // namespace
 
+namespace {
+struct queue_reading {
+  std::size_t queued = 0;
+  std::uintptr_t word = 0;
+};
+
+// The owner counts arrivals in the queue's length as it takes them out of the inbox
+// (message_queue::add_arriving), inside a seqlock's write section (begin_arrival): a reading of
+// the length and the inbox word that straddles that moment would miss the whole batch, so it is
+// taken again. The section is a few instructions long; the spin is short.
+queue_reading read_queue(const proc* p) noexcept {
+  for (int attempt = 0;; ++attempt) {
+    const std::uint16_t before = p->queue.arrival_seq();
+    if ((before & 1u) == 0) {
+      queue_reading r;
+      r.queued = p->queue.size();
+      r.word = p->inbox.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (p->queue.arrival_seq() == before) return r;
+    }
+    if (attempt > 64) std::this_thread::yield();  // the owner was preempted inside
+  }
+}
+}  // namespace
+
 std::size_t queue_length(const proc* p) noexcept {
-  return p->queue.size() + undrained_messages(p, p->inbox.load(std::memory_order_relaxed));
+  const queue_reading r = read_queue(p);
+  return r.queued + undrained_messages(p, r.word);
 }
 
 void alarm_queue(proc* p, bool on) noexcept {
@@ -277,11 +304,11 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   process_details s;
   s.pid = id;
   s.mailbox = p->external;
-  const std::uintptr_t word = p->inbox.load(std::memory_order_acquire);
+  const queue_reading q = read_queue(p);
+  const std::uintptr_t word = q.word;
   const std::size_t undrained = undrained_messages(p, word);
   const priority_state* urgent = p->prio.load(std::memory_order_acquire);
-  s.message_queue_len =
-      p->queue.size() + undrained + (urgent != nullptr ? urgent->queue.size() : 0);
+  s.message_queue_len = q.queued + undrained + (urgent != nullptr ? urgent->queue.size() : 0);
   s.queue_bytes = p->queue.bytes();
   s.messages_received = p->queue.received() + undrained;
   s.messages_examined = p->queue.scanned();

@@ -207,22 +207,43 @@ bool kills(proc* p, message_node* n) {
   return true;
 }
 
-// Takes the inbox (newest first) and returns it in arrival order, after any deferred chain.
-message_node* take_arrivals(proc* p) {
+// Takes the inbox and any signals held back by the last drain, in arrival order, and counts
+// them in the queue's length at once (message_queue::add_arriving); `taken` is how many nodes.
+message_node* take_arrivals(proc* p, std::size_t& taken) {
   std::uintptr_t word = inbox_word::empty;
-  if (p->inbox.load(std::memory_order_relaxed) != inbox_word::empty)
-    word = p->inbox.exchange(inbox_word::empty, std::memory_order_acquire);
+  taken = 0;
+  if (p->inbox.load(std::memory_order_relaxed) != inbox_word::empty) {
+    p->queue.begin_arrival();
+    word = p->inbox.exchange(inbox_word::empty, std::memory_order_acq_rel);
+    taken = inbox_word::count(word);
+    if (taken == inbox_word::max_count) [[unlikely]]  // the rest are in inbox_overflow: a guess
+      taken += static_cast<std::size_t>(
+          std::max<std::int64_t>(0, p->inbox_overflow.load(std::memory_order_relaxed)));
+    p->queue.add_arriving(taken);  // before the walks below, which take time on a long chain
+    p->queue.end_arrival();
+  }
+  const bool saturated = inbox_word::count(word) == inbox_word::max_count;
   message_node* first = in_arrival_order(word);
-  if (inbox_word::count(word) == inbox_word::max_count) [[unlikely]] {
-    // A saturated count: the nodes beyond it were counted in inbox_overflow; take them back.
-    std::int64_t nodes = 0;
+  if (saturated) [[unlikely]] {
+    // Count them exactly, correct the guess (a push may have been between its two steps) and
+    // take them back from inbox_overflow.
+    std::size_t nodes = 0;
     for (message_node* n = first; n != nullptr; n = n->next) ++nodes;
-    p->inbox_overflow.fetch_sub(nodes - inbox_word::max_count, std::memory_order_relaxed);
+    if (nodes > taken)
+      p->queue.add_arriving(nodes - taken);
+    else
+      p->queue.drop_arriving(taken - nodes);
+    p->inbox_overflow.fetch_sub(static_cast<std::int64_t>(nodes - inbox_word::max_count),
+                                std::memory_order_relaxed);
+    taken = nodes;
   }
   if (p->deferred == nullptr) return first;
   message_node* head = std::exchange(p->deferred, nullptr);
   message_node* last = head;
-  while (last->next != nullptr) last = last->next;
+  std::size_t held = 1;
+  for (; last->next != nullptr; last = last->next) ++held;
+  p->queue.add_arriving(held);
+  taken += held;
   last->next = first;
   return head;
 }
@@ -297,7 +318,9 @@ bool scan_priority_first(proc* p, receive_op& op) {
 }
 
 void drain_arrivals(proc* p, drain_mode mode) {
-  message_node* first = take_arrivals(p);
+  std::size_t taken = 0;
+  message_node* first = take_arrivals(p, taken);
+  std::size_t queued = 0;  // of the taken nodes, those appended as messages
   // Consecutive messages are appended as one chain; a signal flushes the chain first so any
   // message the signal produces (EXIT, DOWN) keeps its place in arrival order.
   message_node* run_first = nullptr;
@@ -308,8 +331,9 @@ void drain_arrivals(proc* p, drain_mode mode) {
   std::int64_t run_counted = 0;  // ordinary messages in the run, for a bounded mailbox
   auto flush_run = [&] {
     if (run_first != nullptr) {
-      p->queue.append(run_first, run_last, run_count, run_bytes);
+      p->queue.append_arrived(run_first, run_last, run_count, run_bytes);
       messages_moved += run_count;
+      queued += run_count;
       if (bounded) [[unlikely]] {
         p->queue.add_counted(run_counted);
         run_counted = 0;
@@ -339,6 +363,7 @@ void drain_arrivals(proc* p, drain_mode mode) {
       flush_run();
       if (mode == drain_mode::until_kill && kills(p, n)) {
         p->deferred = n;  // n and everything after it, still linked in order
+        p->queue.drop_arriving(taken - queued);
         return;
       }
       bool kept = false;
@@ -354,6 +379,7 @@ void drain_arrivals(proc* p, drain_mode mode) {
     n = next;
   }
   flush_run();
+  p->queue.drop_arriving(taken - queued);
   if (p->bounded && p->bound->policy == overflow_policy::drop_oldest) [[unlikely]]
     trim_oldest(p);
   // The owner sees its queue grow here, as it takes arrivals in (a load, no store, per batch;

@@ -60,10 +60,40 @@ class message_queue {
   /// Appends an already linked chain first..last of `count` messages totalling `bytes`.
   void append(message_node* first, message_node* last, std::size_t count,
               std::size_t bytes) noexcept {
+    bump(size_, count);
+    append_arrived(first, last, count, bytes);
+  }
+
+  /// Arrivals count in the length from the moment the owner takes them out of its inbox,
+  /// before it has walked them into the queue: a reader on another thread (process_info, top)
+  /// must not see a draining backlog vanish for as long as the walk takes. The drain then
+  /// appends them with append_arrived and takes back, with drop_arriving, those that did not
+  /// become messages (signals, messages to a process already exiting).
+  void add_arriving(std::size_t count) noexcept { bump(size_, count); }
+
+  /// Bracket the take from the inbox and the add_arriving that follows (a seqlock's writer
+  /// side): the reader (see arrival_seq) retries when its readings of the length and of the
+  /// inbox straddle that moment, in which the messages are in neither. 16 bits are plenty: a
+  /// reader is fooled only if 32,768 takes happen between two of its adjacent loads.
+  void begin_arrival() noexcept {
+    arrival_seq_.store(static_cast<std::uint16_t>(arrival_seq_.load(std::memory_order_relaxed) + 1),
+                       std::memory_order_relaxed);
+  }
+  void end_arrival() noexcept {
+    arrival_seq_.store(static_cast<std::uint16_t>(arrival_seq_.load(std::memory_order_relaxed) + 1),
+                       std::memory_order_release);
+  }
+  std::uint16_t arrival_seq() const noexcept {
+    return arrival_seq_.load(std::memory_order_acquire);
+  }
+  void drop_arriving(std::size_t count) noexcept {
+    size_.store(size_.load(std::memory_order_relaxed) - count, std::memory_order_relaxed);
+  }
+  void append_arrived(message_node* first, message_node* last, std::size_t count,
+                      std::size_t bytes) noexcept {
     tail_->next = first;
     last->next = nullptr;
     tail_ = last;
-    bump(size_, count);
     bump(bytes_in_, bytes);
     bump(received_, count);
   }
@@ -152,8 +182,10 @@ class message_queue {
   std::atomic<std::uint64_t> bytes_in_{0};  ///< bytes of the messages ever appended
   std::atomic<std::uint64_t> received_{0};
   std::atomic<std::uint64_t> scanned_{0};
-  marker* markers_ = nullptr;  // allocated on first use: most processes never mark
-  std::int32_t markers_in_use_ = 0;
+  marker* markers_ = nullptr;        // allocated on first use: most processes never mark
+  std::int16_t markers_in_use_ = 0;  // at most marker_slots
+  /// Odd while arrivals pass from the inbox into the length (begin_arrival..end_arrival).
+  std::atomic<std::uint16_t> arrival_seq_{0};
   std::uint32_t marker_clock_ = 0;
   queue_tally* tally_ = nullptr;  ///< set for a bounded mailbox's queue
 };
