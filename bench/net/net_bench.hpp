@@ -1,0 +1,8 @@
+// bench/net: the echo servers and the load client (see main.cpp).
+#pragma once
+
+#include <cstdint>
+
+int run_beamlet_server(std::uint16_t port, bool active);
+int run_asio_server(std::uint16_t port);
+int run_client(std::uint16_t port, int connections, int size, double seconds, double warmup);

@@ -1,0 +1,8 @@
+// beamlet/net.hpp: the network layer (sockets owned by processes, the acceptor pool).
+// Including it costs nothing at run time: a runtime starts its I/O thread when it first uses
+// the layer.
+#pragma once
+
+#include <beamlet/net/acceptor_pool.hpp>
+#include <beamlet/net/error.hpp>
+#include <beamlet/net/tcp.hpp>

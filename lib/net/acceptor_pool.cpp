@@ -1,0 +1,333 @@
+// The supervised acceptor pool (beamlet/net/acceptor_pool.hpp).
+#include <beamlet/net/acceptor_pool.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <beamlet/dynamic_supervisor.hpp>
+#include <beamlet/extension.hpp>
+#include <beamlet/partition_supervisor.hpp>
+#include <beamlet/proc_lib.hpp>
+#include <beamlet/receive.hpp>
+#include <beamlet/supervisor.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace net {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// What the pool's processes share: made once per acceptor_pool_start.
+struct pool_shared {
+  explicit pool_shared(acceptor_pool_options o) : opts(std::move(o)) {}
+  const acceptor_pool_options opts;
+
+  std::mutex mu;
+  tcp_listener listener;  // the listener child's, replaced when it restarts
+
+  std::atomic<std::uint64_t> conns{0};  // the connections supervisor (pid serial)
+  std::atomic<bool> draining{false};
+  std::atomic<std::uint64_t> accepted{0}, refused{0}, accept_errors{0};
+  std::atomic<std::int64_t> active{0};
+
+  tcp_listener current_listener() {
+    std::lock_guard lock(mu);
+    return listener;
+  }
+  std::string partition_name() const { return opts.name + ".connections"; }
+};
+
+/// The running pools of a runtime, by name.
+struct pool_registry final : runtime_extension {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<pool_shared>, std::less<>> pools;
+
+  bool add(const std::shared_ptr<pool_shared>& p) {
+    std::lock_guard lock(mu);
+    return pools.emplace(p->opts.name, p).second;
+  }
+  void remove(const pool_shared* p) {
+    std::lock_guard lock(mu);
+    const auto it = pools.find(p->opts.name);
+    if (it != pools.end() && it->second.get() == p) pools.erase(it);
+  }
+  std::shared_ptr<pool_shared> find(std::string_view name) {
+    std::lock_guard lock(mu);
+    const auto it = pools.find(name);
+    return it != pools.end() ? it->second : nullptr;
+  }
+};
+
+/// Parks until an exit signal ends the process.
+task<> park(process& self) {
+  struct never {};
+  for (;;) co_await self.receive(on<never>());
+}
+
+// -- the listener child ---------------------------------------------------------------------------
+
+class listener_body {
+ public:
+  explicit listener_body(std::shared_ptr<pool_shared> s) : shared_(std::move(s)) {}
+  listener_body(listener_body&&) noexcept = default;
+  listener_body& operator=(listener_body&&) = delete;
+  ~listener_body() {
+    if (!registered_) return;
+    tcp_listener l;
+    {
+      std::lock_guard lock(shared_->mu);
+      l = std::move(shared_->listener);
+      shared_->listener = tcp_listener();
+    }
+    l.close();
+    extension<pool_registry>(*rt_).remove(shared_.get());
+  }
+
+  task<> operator()(process& self, const starter& st) {
+    rt_ = ::beamlet::detail::runtime_of(self);
+    auto l = listen(self, shared_->opts.listen);
+    if (!l) {
+      std::string term = "{listen_error,\"" + l.error().message() + "\"}";
+      st.ack(self, start_result::error(exit_reason::error(std::move(term))));
+      co_return;
+    }
+    if (!extension<pool_registry>(self).add(shared_)) {
+      l->close();
+      st.ack(self, start_result::error(
+                       exit_reason::error("{already_started,\"" + shared_->opts.name + "\"}")));
+      co_return;
+    }
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->listener = std::move(*l);
+    }
+    registered_ = true;
+    shared_->draining.store(false, std::memory_order_release);
+    st.ack(self, start_result::ok(self.self()));
+    co_await park(self);
+  }
+
+ private:
+  std::shared_ptr<pool_shared> shared_;
+  ::beamlet::detail::runtime_core* rt_ = nullptr;
+  bool registered_ = false;
+};
+
+// -- connection processes -------------------------------------------------------------------------
+
+class connection_body {
+ public:
+  explicit connection_body(std::shared_ptr<pool_shared> s) : shared_(std::move(s)) {}
+  connection_body(connection_body&& o) noexcept
+      : shared_(std::move(o.shared_)), counted_(std::exchange(o.counted_, false)) {}
+  connection_body& operator=(connection_body&&) = delete;
+  ~connection_body() {
+    if (counted_) shared_->active.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  task<> operator()(process& self, const starter& st) {
+    shared_->active.fetch_add(1, std::memory_order_acq_rel);
+    counted_ = true;
+    st.ack(self, start_result::ok(self.self()));
+    // The acceptor hands the socket over right after the start; if it died in between,
+    // there is nothing to serve.
+    auto m = co_await self.receive(on<tcp_socket>(), after(10s));
+    if (m.timed_out()) co_return;
+    tcp_socket s = std::move(m.get<tcp_socket>());
+    co_await shared_->opts.handler(self, std::move(s));
+  }
+
+ private:
+  std::shared_ptr<pool_shared> shared_;
+  bool counted_ = false;
+};
+
+child_spec connection_spec(const std::shared_ptr<pool_shared>& shared) {
+  shutdown_spec down = shutdown_spec::infinity();
+  if (shared->opts.connection_shutdown.finite())
+    down = shutdown_spec::timeout(std::chrono::duration_cast<std::chrono::milliseconds>(
+        shared->opts.connection_shutdown.duration()));
+  return child_spec("connection", start_function([shared](process& sup) -> task<start_result> {
+                      connection_body body(shared);
+                      co_return co_await start_link(sup, std::move(body));
+                    }))
+      .with_restart(restart_type::temporary)
+      .with_shutdown(down);
+}
+
+// -- acceptors ------------------------------------------------------------------------------------
+
+task<> accept_loop(process& self, std::shared_ptr<pool_shared> shared, int index) {
+  tcp_listener l = shared->current_listener();
+  auto backoff = 0ms;
+  for (;;) {
+    auto s = co_await accept(self, l);
+    if (!s) {
+      if (s.error() == net_errc::closed || s.error() == net_errc::no_handle) co_await park(self);
+      shared->accept_errors.fetch_add(1, std::memory_order_relaxed);
+      backoff =
+          std::clamp(backoff * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+      co_await self.receive(after(backoff));
+      continue;
+    }
+    backoff = 0ms;
+    if (shared->draining.load(std::memory_order_acquire)) {
+      shared->refused.fetch_add(1, std::memory_order_relaxed);  // counted before the peer knows
+      s->close();
+      continue;
+    }
+    child_spec spec = connection_spec(shared);
+    pid conn;
+    if (shared->opts.partitions > 0) {
+      auto r = co_await partition_supervisor::start_child(self, shared->partition_name(), index,
+                                                          std::move(spec));
+      if (r) conn = r->pid();
+    } else {
+      const pid sup(shared->conns.load(std::memory_order_acquire));
+      auto r = co_await dynamic_supervisor::start_child(self, sup, std::move(spec));
+      if (r) conn = r->pid();
+    }
+    if (!conn) {
+      shared->refused.fetch_add(1, std::memory_order_relaxed);
+      s->close();
+      continue;
+    }
+    shared->accepted.fetch_add(1, std::memory_order_relaxed);
+    (void)co_await controlling_process(self, *s, conn);
+  }
+}
+
+class acceptor_body {
+ public:
+  acceptor_body(std::shared_ptr<pool_shared> s, int i) : shared_(std::move(s)), index_(i) {}
+  task<> operator()(process& self, const starter& st) {
+    st.ack(self, start_result::ok(self.self()));
+    co_await accept_loop(self, shared_, index_);
+  }
+
+ private:
+  std::shared_ptr<pool_shared> shared_;
+  int index_;
+};
+
+void check(const acceptor_pool_options& o) {
+  auto bad = [](const std::string& what) {
+    throw std::invalid_argument("beamlet::net::acceptor_pool_start: " + what);
+  };
+  if (o.name.empty()) bad("name is required");
+  if (!o.handler) bad("handler is required");
+  if (o.acceptors < 1 || o.acceptors > 1024) bad("acceptors must be 1..1024");
+  if (o.max_connections < 1) bad("max_connections must be at least 1");
+  if (o.partitions < 0 || o.partitions > 1024) bad("partitions must be 0..1024");
+  if (o.listen.backlog < 1) bad("listen.backlog must be positive");
+}
+
+}  // namespace
+
+start_function acceptor_pool_start(acceptor_pool_options opts) {
+  check(opts);
+  auto shared = std::make_shared<pool_shared>(std::move(opts));
+  const acceptor_pool_options& o = shared->opts;
+
+  std::vector<child_spec> children;
+  start_function conns;
+  if (o.partitions > 0) {
+    partition_supervisor_options p;
+    p.name = shared->partition_name();
+    p.partitions = o.partitions;
+    dynamic_supervisor_flags f;
+    f.max_children = (o.max_connections + o.partitions - 1) / o.partitions;
+    p.child =
+        child_spec("partition", dynamic_supervisor_start(f)).with_type(child_type::supervisor);
+    conns = partition_supervisor_start(std::move(p));
+  } else {
+    dynamic_supervisor_flags f;
+    f.max_children = o.max_connections;
+    conns = dynamic_supervisor_start(f);
+  }
+  children.push_back(
+      child_spec(
+          "connections",
+          start_function(
+              [shared, conns](process& sup, const extra_arguments& extra) -> task<start_result> {
+                start_result r = co_await conns(sup, extra);
+                if (r.is_ok()) shared->conns.store(r.pid().serial(), std::memory_order_release);
+                co_return r;
+              }))
+          .with_type(child_type::supervisor)
+          .with_shutdown(shutdown_spec::infinity()));
+  children.push_back(
+      child_spec("listener", start_function([shared](process& sup) -> task<start_result> {
+                   listener_body body(shared);
+                   co_return co_await start_link(sup, std::move(body));
+                 })));
+
+  std::vector<child_spec> acceptors;
+  for (int i = 0; i < o.acceptors; ++i) {
+    acceptors.push_back(child_spec("acceptor_" + std::to_string(i),
+                                   start_function([shared, i](process& sup) -> task<start_result> {
+                                     acceptor_body body(shared, i);
+                                     co_return co_await start_link(sup, std::move(body));
+                                   }))
+                            .with_shutdown(shutdown_spec::brutal_kill()));
+  }
+  supervisor_flags af;
+  af.intensity = 2 * o.acceptors;
+  children.push_back(child_spec("acceptors", supervisor_start(af, std::move(acceptors)))
+                         .with_type(child_type::supervisor));
+
+  supervisor_flags top;
+  top.strategy = restart_strategy::rest_for_one;
+  return supervisor_start(top, std::move(children)).naming<acceptor_pool>();
+}
+
+// -- the pool's handle ----------------------------------------------------------------------------
+
+namespace {
+std::optional<acceptor_pool::statistics> stats_of(pool_registry& reg, std::string_view name) {
+  const auto p = reg.find(name);
+  if (p == nullptr) return std::nullopt;
+  acceptor_pool::statistics s;
+  const tcp_listener l = p->current_listener();
+  s.port = l.port();
+  s.accepting = l && !l.closed() && !p->draining.load(std::memory_order_acquire);
+  s.accepted = p->accepted.load(std::memory_order_relaxed);
+  s.refused = p->refused.load(std::memory_order_relaxed);
+  s.accept_errors = p->accept_errors.load(std::memory_order_relaxed);
+  s.active = p->active.load(std::memory_order_acquire);
+  return s;
+}
+}  // namespace
+
+std::optional<acceptor_pool::statistics> acceptor_pool::stats(runtime& rt, std::string_view name) {
+  return stats_of(extension<pool_registry>(rt), name);
+}
+
+std::optional<acceptor_pool::statistics> acceptor_pool::stats(basic_process& self,
+                                                              std::string_view name) {
+  return stats_of(extension<pool_registry>(self), name);
+}
+
+task<bool> acceptor_pool::drain(process& self, std::string_view name, timeout_value timeout) {
+  const auto p = extension<pool_registry>(self).find(name);
+  if (p == nullptr) co_return false;
+  p->draining.store(true, std::memory_order_release);
+  p->current_listener().close();
+  const auto deadline = timeout.finite() ? std::chrono::steady_clock::now() + timeout.duration()
+                                         : std::chrono::steady_clock::time_point::max();
+  while (p->active.load(std::memory_order_acquire) > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) co_return false;
+    co_await self.receive(after(std::chrono::milliseconds(5)));
+  }
+  co_return true;
+}
+
+}  // namespace net
+BEAMLET_END_NAMESPACE

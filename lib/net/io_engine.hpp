@@ -1,0 +1,75 @@
+// The network layer's per-runtime state: one io_context and the thread that runs it.
+//
+// Every socket system call happens on that thread; processes talk to it by posting closures
+// and hear back through messages (deliver). Socket state is touched by that thread only, apart
+// from a few atomics the owner reads (see socket_state.hpp), so sockets need no locks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <beamlet/detail/core.hpp>
+#include <beamlet/detail/message.hpp>
+#include <beamlet/extension.hpp>
+#include <beamlet/ids.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace net::detail {
+
+namespace core = ::beamlet::detail;
+
+class io_engine final : public runtime_extension {
+ public:
+  io_engine();
+  ~io_engine() override;
+
+  void attached(core::runtime_core& rt) override { rt_ = &rt; }
+  /// Every process has ended: stop the thread (nothing can be delivered any more).
+  void stopping() noexcept override;
+
+  boost::asio::io_context& context() noexcept { return ioc_; }
+  core::runtime_core& runtime() noexcept { return *rt_; }
+
+  /// Runs `f` on the I/O thread. Never throws: out of memory it is run nowhere, and what it
+  /// owned is released (a socket then closes when its last reference goes).
+  template <class F>
+  void post(F&& f) noexcept {
+    try {
+      boost::asio::post(ioc_, std::forward<F>(f));
+    } catch (...) {
+    }
+  }
+
+  /// Sends `msg` to `to`; false if `to` is not alive (the message is destroyed).
+  template <class T>
+  bool deliver(pid to, T&& msg) noexcept {
+    core::message_node* n = nullptr;
+    try {
+      n = core::make_message(std::forward<T>(msg));
+    } catch (...) {
+      return true;  // out of memory: lost, as a message to a process that is out of memory
+    }
+    return core::send_node_checked(*rt_, to, n, nullptr) != core::send_status::no_process;
+  }
+
+  std::uint64_t next_id() noexcept { return ids_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// Open sockets and listeners (states alive), for open_sockets().
+  std::atomic<std::size_t> open{0};
+
+ private:
+  std::atomic<std::uint64_t> ids_{1};
+  core::runtime_core* rt_ = nullptr;
+  boost::asio::io_context ioc_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+}  // namespace net::detail
+BEAMLET_END_NAMESPACE

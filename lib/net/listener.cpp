@@ -1,0 +1,146 @@
+// Listening and accepting, on the I/O thread.
+#include <utility>
+
+#include "errors.hpp"
+#include "listener_state.hpp"
+#include "replies.hpp"
+#include "socket_state.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace net::detail {
+
+namespace asio = boost::asio;
+
+acceptor_core::acceptor_core(io_engine& e, listen_options o)
+    : io(e), opts(std::move(o)), acceptor(e.context()) {}
+
+acceptor_core::~acceptor_core() {
+  boost::system::error_code ec;
+  acceptor.close(ec);
+  if (counted_) io.open.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::error_code acceptor_core::open() {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(opts.address, ec);
+  if (ec) return make_error_code(net_errc::bad_address);
+  const tcp::endpoint ep(address, opts.port);
+  if (acceptor.open(ep.protocol(), ec); ec) return to_error_code(ec);
+  if (opts.reuse_address) {
+    if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec)
+      return to_error_code(ec);
+  }
+  if (acceptor.bind(ep, ec); ec) return to_error_code(ec);
+  if (acceptor.listen(opts.backlog, ec); ec) return to_error_code(ec);
+  const auto local = acceptor.local_endpoint(ec);
+  if (ec) return to_error_code(ec);
+  port = local.port();
+  counted_ = true;
+  io.open.fetch_add(1, std::memory_order_relaxed);
+  return {};
+}
+
+void acceptor_core::on_accept(std::uint64_t tag, pid to, timeout_value timeout) {
+  if (closed.load(std::memory_order_acquire) || !acceptor.is_open()) {
+    io.deliver(to, socket_reply{tag, make_error_code(net_errc::closed), {}});
+    return;
+  }
+  waiter w{tag, to, ++serials_, nullptr};
+  if (timeout.finite()) {
+    w.timer = std::make_unique<asio::steady_timer>(io.context(), timeout.duration());
+    w.timer->async_wait([self = shared_from_this(),
+                         serial = w.serial](const boost::system::error_code& ec) {
+      if (ec) return;
+      auto& ws = self->waiters_;
+      for (auto it = ws.begin(); it != ws.end(); ++it) {
+        if (it->serial != serial) continue;
+        self->io.deliver(it->to, socket_reply{it->tag, make_error_code(net_errc::timed_out), {}});
+        ws.erase(it);
+        break;
+      }
+      // Nobody waits: leave the connections in the kernel's backlog.
+      if (ws.empty() && self->accepting_) {
+        boost::system::error_code ignored;
+        self->acceptor.cancel(ignored);
+      }
+    });
+  }
+  waiters_.push_back(std::move(w));
+  accept_more();
+}
+
+void acceptor_core::accept_more() {
+  if (spare_ && !waiters_.empty()) {
+    tcp::socket s = std::move(*spare_);
+    spare_.reset();
+    hand_over(std::move(s));
+  }
+  if (accepting_ || waiters_.empty() || !acceptor.is_open()) return;
+  accepting_ = true;
+  acceptor.async_accept(
+      [self = shared_from_this()](const boost::system::error_code& ec, tcp::socket s) {
+        self->on_accepted(ec, std::move(s));
+      });
+}
+
+void acceptor_core::on_accepted(const boost::system::error_code& ec, tcp::socket s) {
+  accepting_ = false;
+  if (ec == asio::error::operation_aborted) {
+    if (!acceptor.is_open()) return;  // on_close answered the waiters
+    accept_more();                    // a cancel for want of waiters; one may have come since
+    return;
+  }
+  if (!ec && waiters_.empty()) {
+    // Its waiter timed out as it came: keep it for the next one.
+    spare_.emplace(std::move(s));
+    return;
+  }
+  if (ec) {
+    if (waiters_.empty()) return;
+    // EMFILE and friends: the waiter backs off; the connection waits in the backlog.
+    waiter w = std::move(waiters_.front());
+    waiters_.pop_front();
+    if (w.timer != nullptr) w.timer->cancel();
+    io.deliver(w.to, socket_reply{w.tag, to_error_code(ec), {}});
+  } else {
+    hand_over(std::move(s));
+  }
+  accept_more();
+}
+
+void acceptor_core::hand_over(tcp::socket s) {
+  waiter w = std::move(waiters_.front());
+  waiters_.pop_front();
+  if (w.timer != nullptr) w.timer->cancel();
+  try {
+    auto st = std::make_shared<socket_state>(io, std::move(s), opts.accepted, w.to);
+    // If the waiter is gone, the handle dies with the message and the socket closes.
+    io.deliver(w.to, socket_reply{w.tag, {}, tcp_socket(st)});
+    st->start();
+  } catch (...) {
+    io.deliver(w.to, socket_reply{w.tag, std::make_error_code(std::errc::not_enough_memory), {}});
+  }
+}
+
+void acceptor_core::on_close() noexcept {
+  closed.store(true, std::memory_order_release);
+  boost::system::error_code ec;
+  acceptor.close(ec);
+  if (std::exchange(counted_, false)) io.open.fetch_sub(1, std::memory_order_relaxed);
+  if (spare_) spare_->close(ec);
+  spare_.reset();
+  for (waiter& w : waiters_) {
+    if (w.timer != nullptr) w.timer->cancel();
+    io.deliver(w.to, socket_reply{w.tag, make_error_code(net_errc::closed), {}});
+  }
+  waiters_.clear();
+}
+
+listener_state::~listener_state() {
+  core->closed.store(true, std::memory_order_release);
+  io_engine& io = core->io;
+  io.post([c = std::move(core)] { c->on_close(); });
+}
+
+}  // namespace net::detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,174 @@
+// Bad input and faults on sockets (beamlet/net/tcp.hpp): a peer that resets mid-frame,
+// half-closes, announces a 2 GiB frame or sends an over-long line. The listener and the other
+// connections keep working, nothing leaks (the sanitizer builds run these too), and nobody is
+// left waiting.
+#include <beamlet/net/tcp.hpp>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "net_support.hpp"
+
+namespace beamlet::test {
+namespace {
+
+/// Serves connections one after another until told to stop; records how each ended.
+struct recording_server {
+  recording_server(runtime& rt, net::socket_options o) {
+    net::listen_options lo;
+    lo.accepted = o;
+    auto l = net::listen(rt, lo);
+    if (!l) throw std::runtime_error("listen: " + l.error().message());
+    port = l->port();
+    net::tcp_listener listener = std::move(*l);
+    server = rt.spawn([this, listener](process& self) mutable -> task<> {
+      for (;;) {
+        auto s = co_await net::accept(self, listener);
+        if (!s) co_return;
+        for (;;) {
+          auto p = co_await net::recv(self, *s);
+          if (!p) {
+            std::lock_guard lock(mu);
+            endings.push_back(p.error());
+            break;
+          }
+          {
+            std::lock_guard lock(mu);
+            packets.push_back(*p);
+          }
+          (void)co_await net::send(self, *s, *p);
+        }
+      }
+    });
+  }
+  std::vector<std::error_code> ended() {
+    std::lock_guard lock(mu);
+    return endings;
+  }
+
+  std::uint16_t port = 0;
+  pid server;
+  std::mutex mu;
+  std::vector<std::error_code> endings;
+  std::vector<std::string> packets;
+};
+
+net::socket_options prefixed(std::size_t max) {
+  net::socket_options o;
+  o.packet = net::framing::prefix4;
+  o.max_packet = max;
+  return o;
+}
+
+TEST(NetFaults, APeerThatResetsMidFrame) {
+  runtime rt;
+  recording_server srv(rt, prefixed(1 << 20));
+  {
+    raw_client c(srv.port);
+    c.send(prefix4(std::string(1000, 'a')).substr(0, 500));  // half a frame
+    std::this_thread::sleep_for(50ms);
+    c.reset();
+  }
+  ASSERT_TRUE(eventually([&] { return srv.ended().size() == 1; }));
+  EXPECT_EQ(srv.ended()[0], std::errc::connection_reset) << srv.ended()[0].message();
+  // The listener still serves.
+  raw_client next(srv.port);
+  next.send(prefix4("fine"));
+  EXPECT_EQ(next.recv_exact(8), prefix4("fine"));
+  rt.exit(srv.server, exit_reason::kill());
+}
+
+TEST(NetFaults, AHugeAnnouncedFrameIsRefusedWithoutAllocatingIt) {
+  runtime rt;
+  recording_server srv(rt, prefixed(1 << 20));
+  raw_client c(srv.port);
+  c.send(std::string("\x7f\xff\xff\xff", 4) + "only a few bytes");  // announces 2 GiB
+  ASSERT_TRUE(eventually([&] { return srv.ended().size() == 1; }));
+  EXPECT_EQ(srv.ended()[0], net::net_errc::packet_too_large);
+  EXPECT_TRUE(c.closed_by_peer());
+  raw_client next(srv.port);
+  next.send(prefix4("still here"));
+  EXPECT_EQ(next.recv_exact(14), prefix4("still here"));
+  rt.exit(srv.server, exit_reason::kill());
+}
+
+TEST(NetFaults, AnOverlongLineIsAnError) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = net::framing::line;
+  o.max_packet = 100;
+  recording_server srv(rt, o);
+  raw_client c(srv.port);
+  c.send("short\n" + std::string(5000, 'L'));  // no newline within 100 bytes
+  ASSERT_TRUE(eventually([&] { return srv.ended().size() == 1; }));
+  EXPECT_EQ(srv.ended()[0], net::net_errc::line_too_long);
+  {
+    std::lock_guard lock(srv.mu);
+    EXPECT_EQ(srv.packets, (std::vector<std::string>{"short\n"}));  // what came before is kept
+  }
+  EXPECT_TRUE(c.closed_by_peer());
+  rt.exit(srv.server, exit_reason::kill());
+}
+
+TEST(NetFaults, AHalfClosedPeerStillGetsItsAnswer) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = net::framing::line;
+  o.exit_on_close = false;
+  net::listen_options lo;
+  lo.accepted = o;
+  auto l = net::listen(rt, lo);
+  ASSERT_TRUE(l);
+  const std::uint16_t port = l->port();
+  net::tcp_listener listener = std::move(*l);
+  std::error_code after_eof;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    auto q = co_await net::recv(self, *s);
+    CO_ASSERT_TRUE(q);
+    auto eof = co_await net::recv(self, *s);  // the peer's half-close
+    after_eof = eof.error();
+    CO_ASSERT_TRUE(co_await net::send(self, *s, "answer to " + *q));
+  });
+  raw_client c(port);
+  c.send("question\n");
+  c.shutdown_write();
+  EXPECT_EQ(c.recv_exact(19), "answer to question\n");
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_EQ(after_eof, net::net_errc::closed);
+}
+
+TEST(NetFaults, ManyBadPeersAmongGoodOnesLeaveNothingOpen) {
+  runtime rt;
+  const std::size_t baseline = net::open_sockets(rt);
+  {
+    recording_server srv(rt, prefixed(4096));
+    for (int i = 0; i < 20; ++i) {
+      raw_client bad(srv.port);
+      switch (i % 3) {
+        case 0:
+          bad.send(std::string("\xff\xff\xff\xff", 4));
+          break;
+        case 1:
+          bad.send(prefix4("abc").substr(0, 5));
+          bad.reset();
+          break;
+        default:
+          bad.send(prefix4("ok"));
+          EXPECT_EQ(bad.recv_exact(6), prefix4("ok"));
+          break;
+      }
+    }
+    ASSERT_TRUE(eventually([&] { return srv.ended().size() == 20; }));
+    rt.exit(srv.server, exit_reason::kill());
+    ASSERT_TRUE(rt.wait(srv.server, 10s));
+  }
+  EXPECT_TRUE(eventually([&] { return net::open_sockets(rt) == baseline; }))
+      << net::open_sockets(rt) << " open, " << baseline << " before";
+}
+
+}  // namespace
+}  // namespace beamlet::test

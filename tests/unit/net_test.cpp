@@ -1,0 +1,381 @@
+// Sockets owned by processes (beamlet/net/tcp.hpp), over loopback: passive and active reads,
+// framing, ownership and its hand-over, flow control, timeouts.
+#include <beamlet/net/tcp.hpp>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <beamlet/process_info.hpp>
+
+#include "net_support.hpp"
+
+namespace beamlet::test {
+namespace {
+
+using net::active_mode;
+using net::framing;
+
+/// A listener and its port.
+struct listening {
+  net::tcp_listener listener;
+  std::uint16_t port = 0;
+};
+listening open_listener(runtime& rt, net::socket_options accepted = {}) {
+  net::listen_options o;
+  o.accepted = accepted;
+  auto l = net::listen(rt, o);
+  if (!l) throw std::runtime_error("listen: " + l.error().message());
+  listening out;
+  out.port = l->port();
+  out.listener = std::move(*l);
+  return out;
+}
+
+/// Accepts one connection and echoes every packet until the peer closes.
+pid spawn_echo(runtime& rt, net::tcp_listener listener) {
+  return rt.spawn([listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    for (;;) {
+      auto p = co_await net::recv(self, *s);
+      if (!p) co_return;
+      CO_ASSERT_TRUE(co_await net::send(self, *s, *p));
+    }
+  });
+}
+
+TEST(Tcp, PassiveEchoOverLoopback) {
+  runtime rt;
+  auto [listener, port] = open_listener(rt);
+  const pid server = spawn_echo(rt, listener);
+  raw_client c(port);
+  c.send("hello");
+  EXPECT_EQ(c.recv_exact(5), "hello");
+  c.send("world!");
+  EXPECT_EQ(c.recv_exact(6), "world!");
+  c.close();
+  EXPECT_TRUE(rt.wait(server, 10s));
+}
+
+TEST(Tcp, AProcessConnectsSendsAndReceives) {
+  runtime rt;
+  net::socket_options framed;
+  framed.packet = framing::prefix2;
+  framed.max_packet = 1000;
+  auto [listener, port] = open_listener(rt, framed);
+  const pid server = spawn_echo(rt, listener);
+  std::vector<std::string> got;
+  auto r = run_process(rt, [&, p = port](process& self) -> task<> {
+    net::socket_options o;
+    o.packet = framing::prefix2;
+    o.max_packet = 1000;
+    auto s = co_await net::connect(self, "127.0.0.1", p, o, 5s);
+    CO_ASSERT_TRUE(s);
+    CO_ASSERT_EQ(s->owner(), self.self());
+    CO_ASSERT_EQ(s->peer()->port, p);
+    for (const char* m : {"one", "", "three"}) {
+      CO_ASSERT_TRUE(co_await net::send(self, *s, m));
+      auto back = co_await net::recv(self, *s, 5s);
+      CO_ASSERT_TRUE(back);
+      got.push_back(*back);
+    }
+  });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(got, (std::vector<std::string>{"one", "", "three"}));
+  EXPECT_TRUE(rt.wait(server, 10s));  // the client's socket closed with its process
+}
+
+TEST(Tcp, ConnectErrorsAreErrorCodes) {
+  runtime rt;
+  std::uint16_t closed_port = 0;
+  {
+    auto l = open_listener(rt);
+    closed_port = l.port;
+    l.listener.close();
+  }
+  std::error_code refused, bad_host, bad_options;
+  ASSERT_TRUE(run_process(rt, [&](process& self) -> task<> {
+    auto a = co_await net::connect(self, "127.0.0.1", closed_port, {}, 5s);
+    if (!a) refused = a.error();
+    auto b = co_await net::connect(self, "no-such-host.invalid", 80, {}, 5s);
+    if (!b) bad_host = b.error();
+    net::socket_options o;
+    o.max_packet = 0;
+    auto c = co_await net::connect(self, "127.0.0.1", closed_port, o, 5s);
+    if (!c) bad_options = c.error();
+  }));
+  EXPECT_EQ(refused, std::errc::connection_refused) << refused.message();
+  EXPECT_TRUE(bad_host) << "a name that does not resolve";
+  EXPECT_EQ(bad_options, net::net_errc::bad_options);
+  EXPECT_FALSE(bad_options.message().empty());
+}
+
+TEST(Framing, PrefixesArriveWholeHoweverTheBytesAreSplit) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = framing::prefix4;
+  auto [listener, port] = open_listener(rt, o);
+  std::vector<std::string> got;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    for (;;) {
+      auto p = co_await net::recv(self, *s);
+      if (!p) co_return;
+      got.push_back(*p);
+      CO_ASSERT_TRUE(co_await net::send(self, *s, "ack"));
+    }
+  });
+  raw_client c(port);
+  const std::string stream = prefix4("abc") + prefix4("") + prefix4(std::string(70000, 'x'));
+  for (char ch : stream.substr(0, 9)) c.send(std::string(1, ch));  // byte by byte
+  c.send(stream.substr(9));
+  // Each packet is acknowledged with a prefixed "ack".
+  EXPECT_EQ(c.recv_exact(3 * 7), prefix4("ack") + prefix4("ack") + prefix4("ack"));
+  c.close();
+  ASSERT_TRUE(rt.wait(server, 10s));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], "abc");
+  EXPECT_EQ(got[1], "");
+  EXPECT_EQ(got[2], std::string(70000, 'x'));
+}
+
+TEST(Framing, LinesKeepTheirNewline) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = framing::line;
+  o.max_packet = 64;
+  auto [listener, port] = open_listener(rt, o);
+  std::vector<std::string> got;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    for (;;) {
+      auto p = co_await net::recv(self, *s);
+      if (!p) co_return;
+      got.push_back(*p);
+    }
+  });
+  raw_client c(port);
+  c.send("first li");
+  c.send("ne\nsecond\nthi");
+  c.send("rd\n");
+  c.close();
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_EQ(got, (std::vector<std::string>{"first line\n", "second\n", "third\n"}));
+}
+
+TEST(Framing, PrefixSendsCheckTheSize) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = framing::prefix1;
+  o.max_packet = 255;
+  auto [listener, port] = open_listener(rt, o);
+  std::error_code too_big;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    auto r = co_await net::send(self, *s, std::string(256, 'y'));
+    if (!r) too_big = r.error();
+    CO_ASSERT_TRUE(co_await net::send(self, *s, std::string(255, 'z')));
+    (void)co_await net::recv(self, *s);
+  });
+  raw_client c(port);
+  EXPECT_EQ(c.recv_exact(256), std::string(1, '\xFF') + std::string(255, 'z'));
+  c.close();
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_EQ(too_big, net::net_errc::packet_too_large);
+}
+
+TEST(Active, OnceDeliversOnePacketThenWaitsToBeAskedAgain) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = framing::line;
+  o.active = active_mode::once();
+  auto [listener, port] = open_listener(rt, o);
+  std::vector<std::string> got;
+  bool quiet_while_passive = false;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    auto first = co_await self.receive(on<net::tcp_data>(), after(10s));
+    CO_ASSERT_TRUE(first.get_if<net::tcp_data>() != nullptr);
+    CO_ASSERT_EQ(first.get<net::tcp_data>().socket, s->id());
+    got.push_back(first.get<net::tcp_data>().data);
+    // Two more lines were sent at once; passive now, nothing comes.
+    auto none = co_await self.receive(on<net::tcp_data>(), after(200ms));
+    quiet_while_passive = none.timed_out();
+    for (int i = 0; i < 2; ++i) {
+      CO_ASSERT_TRUE(net::set_active(self, *s, active_mode::once()));
+      auto m = co_await self.receive(on<net::tcp_data>(), after(10s));
+      CO_ASSERT_TRUE(!m.timed_out());
+      got.push_back(m.get<net::tcp_data>().data);
+    }
+    CO_ASSERT_TRUE(net::set_active(self, *s, active_mode::once()));
+    auto end = co_await self.receive(on<net::tcp_closed>(), after(10s));
+    CO_ASSERT_TRUE(!end.timed_out());
+  });
+  raw_client c(port);
+  c.send("a\nb\nc\n");
+  EXPECT_TRUE(eventually([&] { return !got.empty(); }));
+  c.close();
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_TRUE(quiet_while_passive);
+  EXPECT_EQ(got, (std::vector<std::string>{"a\n", "b\n", "c\n"}));
+}
+
+TEST(Active, NDeliversNPacketsThenTcpPassive) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = framing::line;
+  o.active = active_mode::n(2);
+  auto [listener, port] = open_listener(rt, o);
+  std::vector<std::string> events;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    for (;;) {
+      auto m = co_await self.receive(on<net::tcp_data>(), on<net::tcp_passive>(),
+                                     on<net::tcp_closed>(), after(500ms));
+      if (m.timed_out()) break;
+      if (auto* d = m.get_if<net::tcp_data>()) events.push_back(d->data);
+      if (m.get_if<net::tcp_passive>() != nullptr) events.push_back("passive");
+      if (m.get_if<net::tcp_closed>() != nullptr) events.push_back("closed");
+    }
+  });
+  raw_client c(port);
+  c.send("1\n2\n3\n");
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_EQ(events, (std::vector<std::string>{"1\n", "2\n", "passive"}));
+}
+
+TEST(Active, ThePeersCloseIsTcpClosedAfterTheData) {
+  runtime rt;
+  net::socket_options o;
+  o.active = active_mode::always();
+  auto [listener, port] = open_listener(rt, o);
+  std::string data;
+  bool closed = false;
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    for (;;) {
+      auto m = co_await self.receive(on<net::tcp_data>(), on<net::tcp_closed>(), after(10s));
+      CO_ASSERT_TRUE(!m.timed_out());
+      if (auto* d = m.get_if<net::tcp_data>()) data += d->data;
+      if (m.get_if<net::tcp_closed>() != nullptr) break;
+    }
+    closed = true;
+    auto again = co_await net::send(self, *s, "late");
+    CO_ASSERT_EQ(again.error(), net::net_errc::closed);
+  });
+  raw_client c(port);
+  c.send(std::string(100000, 'd'));
+  c.close();
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(data, std::string(100000, 'd'));
+}
+
+struct go {};
+
+TEST(Ownership, OnlyTheOwnerMayUseTheSocket) {
+  runtime rt;
+  mailbox me(rt);
+  auto [listener, port] = open_listener(rt);
+  std::atomic<net::tcp_socket*> handle{nullptr};
+  const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    handle = &*s;
+    co_await self.receive(on<go>());
+  });
+  raw_client c(port);
+  ASSERT_TRUE(eventually([&] { return handle.load() != nullptr; }));
+  std::error_code on_recv, on_send, on_active, on_handover;
+  ASSERT_TRUE(run_process(rt, [&](process& other) -> task<> {
+    net::tcp_socket& s = *handle.load();
+    auto a = co_await net::recv(other, s, 100ms);
+    on_recv = a.error();
+    auto b = co_await net::send(other, s, "x");
+    on_send = b.error();
+    on_active = net::set_active(other, s, active_mode::once()).error();
+    auto d = co_await net::controlling_process(other, s, other.self());
+    on_handover = d.error();
+  }));
+  me.send(server, go{});
+  ASSERT_TRUE(rt.wait(server, 10s));
+  EXPECT_EQ(on_recv, net::net_errc::not_owner);
+  EXPECT_EQ(on_send, net::net_errc::not_owner);
+  EXPECT_EQ(on_active, net::net_errc::not_owner);
+  EXPECT_EQ(on_handover, net::net_errc::not_owner);
+  EXPECT_TRUE(c.closed_by_peer());  // closed with its owner
+}
+
+TEST(Ownership, ControllingProcessMovesTheQueuedMessagesInOrder) {
+  runtime rt;
+  net::socket_options o;
+  o.packet = framing::line;
+  o.active = active_mode::always();
+  auto [listener, port] = open_listener(rt, o);
+  std::vector<std::string> got;
+  const pid heir = rt.spawn([&](process& self) -> task<> {
+    auto m = co_await self.receive(on<net::tcp_socket>(), after(10s));
+    CO_ASSERT_TRUE(!m.timed_out());
+    net::tcp_socket s = std::move(m.get<net::tcp_socket>());
+    CO_ASSERT_EQ(s.owner(), self.self());
+    for (;;) {
+      auto d = co_await self.receive(on<net::tcp_data>(), on<net::tcp_closed>(), after(10s));
+      CO_ASSERT_TRUE(!d.timed_out());
+      if (d.get_if<net::tcp_closed>() != nullptr) co_return;
+      got.push_back(d.get<net::tcp_data>().data);
+    }
+  });
+  std::atomic<bool> accepted{false};
+  const pid first = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    accepted = true;
+    co_await self.receive(on<go>());  // lines pile up in this mailbox meanwhile
+    CO_ASSERT_TRUE(co_await net::controlling_process(self, *s, heir));
+    CO_ASSERT_FALSE(*s);
+  });
+  raw_client c(port);
+  ASSERT_TRUE(eventually([&] { return accepted.load(); }));
+  c.send("1\n2\n3\n");
+  ASSERT_TRUE(eventually([&] {
+    const auto d = process_info(rt, first);
+    return d && d->message_queue_len >= 3;
+  }));
+  mailbox me(rt);
+  me.send(first, go{});
+  ASSERT_TRUE(rt.wait(first, 10s));
+  c.send("4\n");
+  c.close();
+  ASSERT_TRUE(rt.wait(heir, 10s));
+  EXPECT_EQ(got, (std::vector<std::string>{"1\n", "2\n", "3\n", "4\n"}));
+}
+
+TEST(Ownership, TheSocketClosesWhenItsOwnerIsKilled) {
+  runtime rt;
+  const std::size_t before = net::open_sockets(rt);
+  auto [listener, port] = open_listener(rt);
+  std::atomic<bool> accepted{false};
+  const pid owner = rt.spawn([&, listener](process& self) mutable -> task<> {
+    auto s = co_await net::accept(self, listener);
+    CO_ASSERT_TRUE(s);
+    accepted = true;
+    (void)co_await net::recv(self, *s);  // blocked here when the kill comes
+  });
+  raw_client c(port);
+  ASSERT_TRUE(eventually([&] { return accepted.load(); }));
+  rt.exit(owner, exit_reason::kill());
+  ASSERT_TRUE(rt.wait(owner, 10s));  // the waiting recv did not hold it
+  EXPECT_TRUE(c.closed_by_peer());
+  listener.close();
+  EXPECT_TRUE(eventually([&] { return net::open_sockets(rt) == before; }));
+}
+
+}  // namespace
+}  // namespace beamlet::test
