@@ -32,11 +32,12 @@ socket_state::socket_state(io_engine& e, tcp::socket s, const socket_options& o,
   if (!ec) peer_ep = endpoint{r.address().to_string(), r.port()};
   if (o.nodelay) sock.set_option(tcp::no_delay(true), ec);
   sock.non_blocking(true, ec);
+  fd = sock.native_handle();
   io.open.fetch_add(1, std::memory_order_relaxed);
 }
 
 socket_state::~socket_state() {
-  close_now();
+  release_fd();
 }
 
 std::error_code socket_state::write_error() const {
@@ -166,7 +167,7 @@ void socket_state::on_read(const boost::system::error_code& ec, std::size_t n) {
       if (opts.exit_on_close) {
         set_write_error(make_error_code(net_errc::closed));
         wake_writers(true);
-        close_now();
+        shut_down();
       }
     } else {
       fail(to_error_code(ec));
@@ -210,11 +211,12 @@ void socket_state::write_more() {
 
 void socket_state::on_written(const boost::system::error_code& ec, std::size_t n) {
   writing_ = false;
-  if (fd_closed_) return;
-  if (ec) {
-    if (ec == asio::error::operation_aborted) return;
-    fail(to_error_code(ec));
-    deliver_ready();
+  if (fd_closed_ || ec) {
+    if (!fd_closed_ && ec != asio::error::operation_aborted) {
+      fail(to_error_code(ec));
+      deliver_ready();
+    }
+    if (closing_) release_fd();
     return;
   }
   ++write_progress_;
@@ -236,7 +238,13 @@ void socket_state::on_written(const boost::system::error_code& ec, std::size_t n
     return;
   }
   if (send_timer_ != nullptr) send_timer_->cancel();
-  if (closing_) close_now();
+  if (closing_) release_fd();
+}
+
+void socket_state::on_write_failed(std::error_code ec) {
+  if (fd_closed_) return;
+  fail(ec);
+  deliver_ready();
 }
 
 void socket_state::arm_send_timer() {
@@ -282,7 +290,7 @@ void socket_state::fail(std::error_code ec) {
   if (!error_) error_ = ec;
   set_write_error(ec);
   wake_writers(true);
-  close_now();
+  shut_down();
 }
 
 void socket_state::on_close() {
@@ -292,20 +300,23 @@ void socket_state::on_close() {
   active_ = active_mode::off();
   set_write_error(make_error_code(net_errc::closed));
   wake_writers(true);
-  if (!writing_ && out_.empty()) close_now();
+  if (!writing_ && out_.empty()) release_fd();
   // Otherwise the queued bytes are written first (bounded by send_timeout).
 }
 
-void socket_state::close_now() noexcept {
+// No more I/O: the connection is shut down both ways and what was queued is dropped. The
+// descriptor itself stays allocated until release_fd, because the owner may be writing to it
+// directly (tcp.cpp's send) at this very moment: closing it here could hand its number to a
+// new socket under the owner's feet.
+void socket_state::shut_down() noexcept {
   if (fd_closed_) return;
   fd_closed_ = true;
-  io.open.fetch_sub(1, std::memory_order_relaxed);
   writable.store(false, std::memory_order_release);
   boost::system::error_code ec;
   if (recv_timer_ != nullptr) recv_timer_->cancel();
   if (send_timer_ != nullptr) send_timer_->cancel();
   sock.shutdown(tcp::socket::shutdown_both, ec);
-  sock.close(ec);
+  sock.cancel(ec);
   std::size_t dropped = 0;
   for (std::size_t i = 0; i < out_.size(); ++i)
     dropped += out_[i].size() - (i == 0 ? out_offset_ : 0);
@@ -313,6 +324,16 @@ void socket_state::close_now() noexcept {
   out_offset_ = 0;
   queued.fetch_sub(std::min(dropped, queued.load(std::memory_order_acquire)),
                    std::memory_order_acq_rel);
+}
+
+// Only once the owner has let go (on_close, posted after its last write) or the state goes.
+void socket_state::release_fd() noexcept {
+  shut_down();
+  if (released_) return;
+  released_ = true;
+  boost::system::error_code ec;
+  sock.close(ec);
+  io.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace net::detail

@@ -55,12 +55,17 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   /// controlling_process's first step: goes passive and answers with the mode it had.
   void on_pause(std::uint64_t tag, pid to);
   void on_close();
+  /// The owner's direct write failed (see tcp.cpp's send): the socket fails as if we had.
+  void on_write_failed(std::error_code ec);
   /// Starts reading if the options ask for an active socket from the start.
   void start();
 
   tcp::socket sock;   ///< I/O thread only
   endpoint local_ep;  ///< fixed at creation, so any thread may read them
   endpoint peer_ep;
+  /// The descriptor, for the owner's direct writes: valid until release_fd, which runs only
+  /// after the owner has let go of the socket.
+  int fd = -1;
 
  private:
   bool wants_packets() const noexcept;
@@ -73,7 +78,8 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   void arm_send_timer();
   void wake_writers(bool failed);
   void fail(std::error_code ec);
-  void close_now() noexcept;
+  void shut_down() noexcept;
+  void release_fd() noexcept;
   bool to_owner_data(std::string data);
   template <class T>
   bool to_owner(T msg);
@@ -94,7 +100,8 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   bool eof_ = false;           ///< the peer closed its side
   std::error_code error_;      ///< the read side's final error, if any
   bool end_reported_ = false;  ///< tcp_closed / the final recv error sent
-  bool fd_closed_ = false;
+  bool fd_closed_ = false;         ///< shut down: no more I/O (the descriptor may remain)
+  bool released_ = false;         ///< the descriptor is closed
   bool closing_ = false;  ///< close requested: flush the writes, then close
 
   std::deque<std::string> out_;

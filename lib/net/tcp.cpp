@@ -4,6 +4,10 @@
 // Timeouts are kept by the I/O thread, which always answers: no request is left dangling.
 #include <beamlet/net/tcp.hpp>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
 #include <string>
 #include <utility>
 #include <variant>
@@ -244,8 +248,27 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
           detail::frame_header(st->opts.packet, data.size(), st->opts.max_packet, header))
     co_return failure(bad);
   const std::size_t n = header.size() + data.size();
-  const std::size_t q = st->queued.load(std::memory_order_acquire);
-  if (q != 0 && q + n > st->opts.send_queue_limit) {
+  std::size_t q = st->queued.load(std::memory_order_acquire);
+  std::size_t skip = 0;  // bytes already written directly
+  if (q == 0) {
+    // Nothing queued, so the I/O thread is not writing: write here, without a thread hop. The
+    // descriptor stays valid while we own the socket (socket_state::shut_down).
+    iovec parts[2] = {{header.data(), header.size()},
+                      {const_cast<char*>(data.data()), data.size()}};
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = 2;
+    const ssize_t w = ::sendmsg(st->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w == static_cast<ssize_t>(n)) co_return expected<void, std::error_code>();
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      const std::error_code ec(errno, std::system_category());
+      st->set_write_error(ec);
+      st->io.post([st, ec] { st->on_write_failed(ec); });
+      co_return failure(ec);
+    }
+    skip = w > 0 ? static_cast<std::size_t>(w) : 0;  // the rest goes through the queue
+  }
+  if (skip == 0 && q != 0 && q + n > st->opts.send_queue_limit) {
     if (st->opts.on_full == send_full::error) co_return failure(net_errc::send_queue_full);
     const ref tag = self.make_ref(marked);
     st->io.post([st, t = tag.value(), me = self.self(), n] { st->on_room(t, me, n); });
@@ -258,7 +281,8 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
   bytes.reserve(n);
   bytes += header;
   bytes.append(data);
-  st->queued.fetch_add(n, std::memory_order_acq_rel);
+  bytes.erase(0, skip);
+  st->queued.fetch_add(bytes.size(), std::memory_order_acq_rel);
   st->io.post([st, b = std::move(bytes)]() mutable { st->on_send(std::move(b)); });
   co_return expected<void, std::error_code>();
 }

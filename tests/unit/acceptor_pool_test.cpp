@@ -195,8 +195,9 @@ TEST(AcceptorPool, OutOfDescriptorsTheAcceptorsBackOffAndCarryOn) {
   low.rlim_cur = static_cast<rlim_t>(::dup(0) + 8);  // a few above what is open now
   ::close(static_cast<int>(low.rlim_cur) - 8);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
-  ASSERT_TRUE(waiting.connect(port));
+  waiting.open();
   for (int fd; (fd = ::dup(0)) >= 0;) hogs.push_back(fd);
+  ASSERT_TRUE(waiting.connect_open(port));
   ASSERT_TRUE(
       eventually([&] { return net::acceptor_pool::stats(rt, "emfile")->accept_errors > 0; }));
   for (int fd : hogs) ::close(fd);

@@ -32,9 +32,17 @@ class raw_client {
 
   /// False if the connection was refused.
   bool connect(std::uint16_t port) {
+    open();
+    return connect_open(port);
+  }
+  /// The two halves of connect: make the socket, connect it later (with no descriptor needed
+  /// then, which the EMFILE test relies on).
+  void open() {
     close();
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd_ < 0) throw std::runtime_error("socket failed");
+  }
+  bool connect_open(std::uint16_t port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
