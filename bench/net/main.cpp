@@ -1,7 +1,8 @@
 // net_bench: echo round trips over loopback, for scripts/bench-net.
 //
-//   net_bench server beamlet|beamlet-active|asio [--port N]   prints "ready PORT", serves until
-//                                                             SIGTERM
+//   net_bench server beamlet|beamlet-active|asio [--port N] [--schedulers N]
+//                                            prints "ready PORT", serves until SIGTERM
+//                                            (--schedulers: beamlet's, default one per core)
 //   net_bench client --port N [--connections C] [--size BYTES] [--seconds S] [--warmup S]
 //
 // The client prints one JSON line (round trips/s, MiB/s both ways, p50/p99 latency in µs) and
@@ -16,7 +17,7 @@
 namespace {
 int usage(bool ok) {
   std::fputs(
-      "usage: net_bench server beamlet|beamlet-active|asio [--port N]\n"
+      "usage: net_bench server beamlet|beamlet-active|asio [--port N] [--schedulers N]\n"
       "       net_bench client --port N [--connections C] [--size BYTES] [--seconds S]"
       " [--warmup S]\n",
       ok ? stdout : stderr);
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   const std::string_view mode = argv[1];
   if (mode == "--help") return usage(true);
   try {
-    std::int64_t port = 0, connections = 1, size = 64;
+    std::int64_t port = 0, connections = 1, size = 64, schedulers = 0;
     double seconds = 3, warmup = 0.5;
     std::string_view kind;
     int i = 2;
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
         size = cli::parse_count(a, v, 1, 1 << 20);
       else if (a == "--seconds")
         seconds = static_cast<double>(cli::parse_count(a, v, 1, 600));
+      else if (a == "--schedulers")
+        schedulers = cli::parse_count(a, v, 0, 1024);
       else if (a == "--warmup")
         warmup = static_cast<double>(cli::parse_count(a, v, 0, 60));
       else
@@ -62,8 +65,9 @@ int main(int argc, char** argv) {
       if (port == 0) throw cli::error("client: --port is required");
       return run_client(p, static_cast<int>(connections), static_cast<int>(size), seconds, warmup);
     }
-    if (kind == "beamlet") return run_beamlet_server(p, false);
-    if (kind == "beamlet-active") return run_beamlet_server(p, true);
+    const auto sched = static_cast<unsigned>(schedulers);
+    if (kind == "beamlet") return run_beamlet_server(p, false, sched);
+    if (kind == "beamlet-active") return run_beamlet_server(p, true, sched);
     if (kind == "asio") return run_asio_server(p);
     throw cli::error("server: unknown kind '" + std::string(kind) + "'");
   } catch (const cli::error& e) {

@@ -3,6 +3,6 @@
 
 #include <cstdint>
 
-int run_beamlet_server(std::uint16_t port, bool active);
+int run_beamlet_server(std::uint16_t port, bool active, unsigned schedulers);
 int run_asio_server(std::uint16_t port);
 int run_client(std::uint16_t port, int connections, int size, double seconds, double warmup);

@@ -88,8 +88,8 @@ asio::awaitable<void> asio_listen(tcp::acceptor& acceptor) {
 
 }  // namespace
 
-int run_beamlet_server(std::uint16_t port, bool active) {
-  beamlet::runtime rt;
+int run_beamlet_server(std::uint16_t port, bool active, unsigned schedulers) {
+  beamlet::runtime rt(beamlet::runtime_options{.schedulers = schedulers});
   beamlet::mailbox me(rt);
   beamlet::net::acceptor_pool_options pool;
   pool.name = "echo";
