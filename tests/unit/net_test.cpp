@@ -111,6 +111,54 @@ TEST(Tcp, ConnectErrorsAreErrorCodes) {
   EXPECT_FALSE(bad_options.message().empty());
 }
 
+TEST(Tcp, ConnectAndAcceptTimeOut) {
+  runtime rt;
+  // A listener whose backlog is full drops further handshakes, so a connect to it hangs.
+  const int full = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(full, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(full, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(full, 0), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(full, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::uint16_t full_port = ntohs(a.sin_port);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(f, 0);
+    (void)::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);  // queued, or left waiting
+    fillers.push_back(f);
+  }
+  auto [listener, port] = open_listener(rt);
+  std::error_code connect_error, accept_error;
+  std::string served;
+  ASSERT_TRUE(run_process(rt, [&, l = listener, p = port](process& self) mutable -> task<> {
+    auto c = co_await net::connect(self, "127.0.0.1", full_port, {}, 200ms);
+    if (!c) connect_error = c.error();
+    auto nobody = co_await net::accept(self, l, 50ms);
+    if (!nobody) accept_error = nobody.error();
+    // A connection that comes after a timed-out accept is not lost.
+    const pid client = self.spawn([p](process& me) -> task<> {
+      auto s = co_await net::connect(me, "127.0.0.1", p, {}, 5s);
+      if (s) (void)co_await net::send(me, *s, "late but served");
+      co_await me.receive(after(1s));
+    });
+    (void)client;
+    auto s = co_await net::accept(self, l, 5s);
+    CO_ASSERT_TRUE(s);
+    auto got = co_await net::recv(self, *s, 5s);
+    CO_ASSERT_TRUE(got);
+    served = *got;
+  }));
+  ::close(full);
+  for (int f : fillers) ::close(f);
+  EXPECT_EQ(connect_error, net::net_errc::timed_out) << connect_error.message();
+  EXPECT_EQ(accept_error, net::net_errc::timed_out);
+  EXPECT_EQ(served, "late but served");
+}
+
 TEST(Framing, PrefixesArriveWholeHoweverTheBytesAreSplit) {
   runtime rt;
   net::socket_options o;

@@ -21,14 +21,16 @@
 // than max_packet is an error before anything is allocated for it, and closes the socket.
 //
 // Writes: `co_await send(self, s, bytes)` queues the bytes and returns; the queue is bounded
-// (send_queue_limit): over it, send waits until the queue has drained below half the limit
-// (send_full::wait) or fails at once (send_full::error). A write that makes no progress for
-// send_timeout closes the socket with timed_out. Bytes queued before a close are written
-// before the connection is shut down, as far as the peer takes them.
+// (send_queue_limit): when a packet does not fit, send waits until it does (send_full::wait; a
+// packet larger than the limit waits for an empty queue) or fails at once (send_full::error).
+// While nothing is queued, send writes on the owner's own thread, without a hop. A write that
+// makes no progress for send_timeout closes the socket with timed_out. Bytes queued before a
+// close are written before the connection is shut down, as far as the peer takes them.
 //
 // Ordering: packets reach the owner in the order the peer sent them; bytes go out in the order
-// send was called. Where I/O runs: one I/O thread per runtime (docs/architecture.md) does every
-// socket system call and hands results to processes as messages.
+// send was called. Where I/O runs: one I/O thread per runtime (docs/architecture.md) waits for
+// readiness, reads, writes what a send could not write at once, and hands results to processes
+// as messages.
 //
 // Failure: every operation returns an error_code (beamlet/net/error.hpp), never throws for an
 // I/O failure; bad options are net_errc::bad_options. A runtime's sockets are all closed when it
@@ -91,7 +93,7 @@ class active_mode {
 
 /// What send does when the send queue is full.
 enum class send_full : std::uint8_t {
-  wait,   ///< suspend until the queue has drained below half its limit (backpressure)
+  wait,   ///< suspend until the packet fits in the queue (backpressure)
   error,  ///< fail at once with net_errc::send_queue_full
 };
 
