@@ -108,7 +108,11 @@ TEST(Send, AFullQueueSuspendsTheWriterUntilThePeerReads) {
   });
   raw_client c(port);
   // The writer stalls: it cannot get more than the kernel's buffers plus the queue ahead.
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(eventually([&] {
+    const std::size_t before = sent.load();
+    std::this_thread::sleep_for(100ms);
+    return before > 0 && sent.load() == before;
+  }));
   const std::size_t stalled_at = sent.load();
   EXPECT_LT(stalled_at, total);
   const auto d = process_info(rt, writer);
