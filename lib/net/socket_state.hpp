@@ -100,9 +100,9 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   bool eof_ = false;           ///< the peer closed its side
   std::error_code error_;      ///< the read side's final error, if any
   bool end_reported_ = false;  ///< tcp_closed / the final recv error sent
-  bool fd_closed_ = false;         ///< shut down: no more I/O (the descriptor may remain)
-  bool released_ = false;         ///< the descriptor is closed
-  bool closing_ = false;  ///< close requested: flush the writes, then close
+  bool fd_closed_ = false;     ///< shut down: no more I/O (the descriptor may remain)
+  bool released_ = false;      ///< the descriptor is closed
+  bool closing_ = false;       ///< close requested: flush the writes, then close
 
   std::deque<std::string> out_;
   std::size_t out_offset_ = 0;  ///< bytes of out_.front() already written
