@@ -954,9 +954,8 @@ TEST(Backoff, OneForAllStopsTheGroupAtOnceAndStartsWhatIsNotRunning) {
   const pid b0 = child("b").pid;
   me.send(a0, std::string("crash"));
   // The group is stopped at once; A waits for its delay.
-  ASSERT_TRUE(eventually([&] {
-    return child("a").status == child_info::state::restarting && !child("b").pid;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] { return child("a").status == child_info::state::restarting && !child("b").pid; }));
   EXPECT_FALSE(rt.is_alive(b0));
   // B restarted by hand meanwhile: when the delay is over, only A starts.
   const auto by_hand = supervisor::restart_child(me, sup, "b");
