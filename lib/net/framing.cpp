@@ -57,6 +57,7 @@ std::error_code framer::feed(const char* data, std::size_t n, std::deque<std::st
       want_ = len;
       have_header_ = true;
     }
+    // Also taken when n is 0: a zero-length frame completes with its header alone.
     const std::size_t take = std::min(n, want_ - partial_.size());
     partial_.append(data, take);
     data += take;
@@ -67,11 +68,6 @@ std::error_code framer::feed(const char* data, std::size_t n, std::deque<std::st
       have_header_ = false;
       want_ = 0;
     }
-  }
-  // A zero-length frame completes with its header alone.
-  if (have_header_ && want_ == 0) {
-    out.emplace_back();
-    have_header_ = false;
   }
   return {};
 }

@@ -65,10 +65,16 @@ std::error_code check(const socket_options& o) {
   return {};
 }
 
-/// The clause for the reply of type R tagged with `tag`.
-template <class R>
-auto reply_to(ref tag) {
-  return on<R>().when([t = tag.value()](const R& r) { return r.tag == t; });
+/// One request to the I/O thread and its answer: `run(tag, self)` runs there and answers with an
+/// R carrying `tag`; the caller waits in a receive keyed on that fresh marked ref, so the wait
+/// costs the same whatever its mailbox holds and an exit signal still ends it.
+template <class R, class Run>
+task<R> ask(process& self, io_engine& io, Run run) {
+  const ref tag = self.make_ref(marked);
+  io.post([run = std::move(run), t = tag.value(), me = self.self()]() mutable { run(t, me); });
+  auto clause = on<R>().when([t = tag.value()](const R& r) { return r.tag == t; });
+  auto m = co_await self.receive(since(tag), clause);
+  co_return std::move(m.template get<R>());
 }
 
 /// One connect, on the I/O thread: resolve if need be, connect, time out.
@@ -211,15 +217,12 @@ task<expected<tcp_socket, std::error_code>> connect(process& self, std::string a
                                                     timeout_value timeout) {
   if (const std::error_code bad = check(opts)) co_return failure(bad);
   io_engine& io = engine(self);
-  const ref tag = self.make_ref(marked);
-  io.post([&io, t = tag.value(), me = self.self(), address = std::move(address), port,
-           opts = std::move(opts), timeout]() mutable {
+  auto on_io = [&io, address = std::move(address), port, opts = std::move(opts), timeout](
+                   std::uint64_t t, pid me) mutable {
     auto op = std::make_shared<connect_op>(io, t, me, std::move(opts));
     op->start(address, port, timeout);
-  });
-  auto clause = reply_to<detail::socket_reply>(tag);
-  auto m = co_await self.receive(since(tag), clause);
-  detail::socket_reply& r = m.get<detail::socket_reply>();
+  };
+  detail::socket_reply r = co_await ask<detail::socket_reply>(self, io, std::move(on_io));
   if (r.error) co_return failure(r.error);
   co_return std::move(r.socket);
 }
@@ -229,11 +232,8 @@ task<expected<std::string, std::error_code>> recv(process& self, tcp_socket& s,
   const std::shared_ptr<socket_state> st = s.state();
   if (st == nullptr) co_return failure(net_errc::no_handle);
   if (!owned_by(*st, self)) co_return failure(net_errc::not_owner);
-  const ref tag = self.make_ref(marked);
-  st->io.post([st, t = tag.value(), me = self.self(), timeout] { st->on_recv(t, me, timeout); });
-  auto clause = reply_to<detail::recv_reply>(tag);
-  auto m = co_await self.receive(since(tag), clause);
-  detail::recv_reply& r = m.get<detail::recv_reply>();
+  auto on_io = [st, timeout](std::uint64_t t, pid me) { st->on_recv(t, me, timeout); };
+  detail::recv_reply r = co_await ask<detail::recv_reply>(self, st->io, std::move(on_io));
   if (r.error) co_return failure(r.error);
   co_return std::move(r.data);
 }
@@ -270,12 +270,9 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
   }
   if (skip == 0 && q != 0 && q + n > st->opts.send_queue_limit) {
     if (st->opts.on_full == send_full::error) co_return failure(net_errc::send_queue_full);
-    const ref tag = self.make_ref(marked);
-    st->io.post([st, t = tag.value(), me = self.self(), n] { st->on_room(t, me, n); });
-    auto clause = reply_to<detail::room_reply>(tag);
-    auto m = co_await self.receive(since(tag), clause);
-    const std::error_code ec = m.get<detail::room_reply>().error;
-    if (ec) co_return failure(ec);
+    auto on_io = [st, n](std::uint64_t t, pid me) { st->on_room(t, me, n); };
+    const detail::room_reply r = co_await ask<detail::room_reply>(self, st->io, std::move(on_io));
+    if (r.error) co_return failure(r.error);
   }
   std::string bytes;
   bytes.reserve(n);
@@ -304,11 +301,10 @@ task<expected<void, std::error_code>> controlling_process(process& self, tcp_soc
   if (!owned_by(*st, self)) co_return failure(net_errc::not_owner);
   if (new_owner == self.self()) co_return expected<void, std::error_code>();
   // 1. Passive, so that nothing more is delivered to us.
-  const ref tag = self.make_ref(marked);
-  st->io.post([st, t = tag.value(), me = self.self()] { st->on_pause(t, me); });
-  auto clause = reply_to<detail::pause_reply>(tag);
-  auto paused = co_await self.receive(since(tag), clause);
-  const active_mode was = paused.get<detail::pause_reply>().was;
+  auto on_io = [st](std::uint64_t t, pid me) { st->on_pause(t, me); };
+  const detail::pause_reply paused =
+      co_await ask<detail::pause_reply>(self, st->io, std::move(on_io));
+  const active_mode was = paused.was;
   // 2. What was delivered to us already, in order.
   const socket_id id = st->id;
   std::vector<owner_message> moved;
@@ -380,11 +376,8 @@ task<expected<tcp_socket, std::error_code>> accept(process& self, tcp_listener& 
   if (!l) co_return failure(net_errc::no_handle);
   const std::shared_ptr<detail::acceptor_core> c = l.state()->core;
   if (c->closed.load(std::memory_order_acquire)) co_return failure(net_errc::closed);
-  const ref tag = self.make_ref(marked);
-  c->io.post([c, t = tag.value(), me = self.self(), timeout] { c->on_accept(t, me, timeout); });
-  auto clause = reply_to<detail::socket_reply>(tag);
-  auto m = co_await self.receive(since(tag), clause);
-  detail::socket_reply& r = m.get<detail::socket_reply>();
+  auto on_io = [c, timeout](std::uint64_t t, pid me) { c->on_accept(t, me, timeout); };
+  detail::socket_reply r = co_await ask<detail::socket_reply>(self, c->io, std::move(on_io));
   if (r.error) co_return failure(r.error);
   co_return std::move(r.socket);
 }
