@@ -17,6 +17,7 @@
 #include <beamlet/mailbox.hpp>
 #include <beamlet/mailbox_limit.hpp>
 #include <beamlet/metrics.hpp>
+#include <beamlet/dist.hpp>
 #include <beamlet/net.hpp>
 #include <beamlet/partition_supervisor.hpp>
 #include <beamlet/priority.hpp>

@@ -105,6 +105,14 @@ class basic_process {
   [[nodiscard]] std::error_code send(std::string_view name, T&& msg) const {
     return detail::send_node_named(*rt_, name, detail::make_message(std::forward<T>(msg)));
   }
+  /// `{name, node} ! msg`: sends to the process registered as `name` on another node
+  /// (beamlet/dist.hpp). As in OTP, nothing is reported: the message is dropped when the node
+  /// cannot be reached or nobody there holds the name.
+  template <message T>
+  void send(std::string_view name, std::string_view node, T&& msg) const {
+    detail::send_node_remote_named(*rt_, self_, name, node,
+                                   detail::make_message(std::forward<T>(msg)));
+  }
   /// Sends `msg` to `to` and says whether it was queued: {} when it was (under drop_oldest: it
   /// was queued, and the owner may still drop it for newer ones), errc::mailbox_full when `to`'s
   /// bounded mailbox refused it, and errc::not_alive when `to` is not alive. With a `reject`
@@ -218,6 +226,10 @@ class basic_process {
   [[nodiscard]] ref monitor(pid target, marked_t);
   /// Monitors the process registered as `name`; the `down` carries the name.
   [[nodiscard]] ref monitor(std::string_view name);
+  /// Monitors `{name, node}`, a name on another node (beamlet/dist.hpp). The `down` carries the
+  /// name, and a pid that stands for the node (dist::node_of gives its name); its reason is
+  /// `noproc` if nobody holds the name and `noconnection` if the node cannot be reached.
+  [[nodiscard]] ref monitor(std::string_view name, std::string_view node);
   /// Removes a monitor. Returns true if it was active (demonitor(Ref, [info])). After it
   /// returns no DOWN for `r` will be delivered; one already queued stays (rule 5).
   bool demonitor(ref r) noexcept;

@@ -9,6 +9,11 @@
 BEAMLET_BEGIN_NAMESPACE
 
 std::string pid::to_string() const {
+  if (is_remote()) {
+    const std::uint64_t d = data();
+    return "<" + std::to_string(node_slot()) + "." + std::to_string(d & 0xffffffffu) + "." +
+           std::to_string(d >> 32) + ">";
+  }
   return "<0." + std::to_string(serial_) + ".0>";
 }
 

@@ -209,12 +209,10 @@ std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid who
   proc* p = rt.table.lookup(who);
   if (p == nullptr) return std::nullopt;
   const priority_state* urgent = p->prio.load(std::memory_order_acquire);
-  const std::uint64_t a =
-      urgent != nullptr ? urgent->published.load(std::memory_order_acquire) : 0;
+  const std::uint64_t a = urgent != nullptr ? urgent->published.load(std::memory_order_acquire) : 0;
   if (a == 0) return std::nullopt;
   return priority_alias{who, ref(a)};
 }
-
 
 std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept {
   std::optional<pid> to;
@@ -362,6 +360,30 @@ ref basic_process::make_ref(marked_t) noexcept {
 
 namespace {
 
+// A monitor of a process on another node: recorded here, then asked of its node, whose answer
+// (a DOWN, noproc or noconnection) comes back as a remote DOWN signal.
+template <class NoprocDown>
+ref monitor_remote(detail::proc* p, detail::runtime_core& rt, pid target, std::uint64_t r,
+                   std::string* name, NoprocDown& noproc_down) {
+  detail::remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+  if (h == nullptr) {  // no node runs: nothing remote can be alive
+    noproc_down();
+    return ref(r);
+  }
+  try {
+    p->monitors.insert(r, detail::monitor_entry{target, 0, name});
+  } catch (...) {
+    delete name;
+    throw;
+  }
+  if (!h->monitor(p->id(), target, r)) {
+    detail::monitor_entry e;
+    p->monitors.erase(r, &e);
+    noproc_down();
+  }
+  return ref(r);
+}
+
 ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool marked,
                  std::string* name) {
   if (marked) detail::drain(p);
@@ -378,6 +400,8 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
     return ref(r);
   }
   pin guard(rt);
+  if (target.is_remote()) [[unlikely]]
+    return monitor_remote(p, rt, target, r, name, noproc_down);
   detail::proc* t = target ? rt.table.lookup(target) : nullptr;
   if (t == nullptr) {
     noproc_down();
@@ -433,7 +457,7 @@ bool basic_process::demonitor(ref r) noexcept {
   if (!r || !p->monitors.erase(r.value(), &e)) return false;
   {
     pin guard(*rt_);
-    detail::drop_monitor(*rt_, r.value(), e);
+    detail::drop_monitor(*rt_, self_, r.value(), e);
   }
   delete e.name;
   return true;
@@ -480,8 +504,7 @@ std::size_t basic_process::message_queue_len() noexcept {
 
 priority_alias basic_process::make_priority_alias(bool publish) {
   detail::proc* p = p_;
-  if (p->urgent() == nullptr)
-    p->prio.store(new detail::priority_state, std::memory_order_release);
+  if (p->urgent() == nullptr) p->prio.store(new detail::priority_state, std::memory_order_release);
   const std::uint64_t id = rt_->new_ref();
   p->urgent()->aliases.push_back(id);
   // Publishing again replaces the published alias; the earlier one stays active.

@@ -82,7 +82,7 @@ void signal_watchers(proc* p) noexcept {
 void drop_own_monitors(proc* p) noexcept {
   runtime_core& rt = *p->rt();
   p->monitors.for_each([&](std::uint64_t r, monitor_entry& e) {
-    drop_monitor(rt, r, e);
+    drop_monitor(rt, p->id(), r, e);
     delete e.name;
   });
   p->monitors.clear();

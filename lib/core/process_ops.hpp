@@ -80,8 +80,9 @@ enum class exit_cause : std::uint8_t { own, signal };
 /// Ends p with `reason`: destroys its frames, closes its inbox, releases its name, signals its
 /// links and watchers, drops its own monitors and retires its memory.
 void exit_process(proc* p, exit_reason reason, exit_cause cause = exit_cause::signal) noexcept;
-/// Removes one of p's own monitors (ref `r`) from its target's watcher set.
-void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept;
+/// Removes one of `watcher`'s own monitors (ref `r`) from its target's watcher set (or tells
+/// the target's node).
+void drop_monitor(runtime_core& rt, pid watcher, std::uint64_t r, const monitor_entry& e) noexcept;
 /// allocate_proc() for a coroutine process (external = false) or a mailbox.
 proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
                         bool external, const mailbox_limit& limit = {});

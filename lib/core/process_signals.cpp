@@ -145,6 +145,41 @@ bool push_saturated(proc* p, message_node* n) noexcept {
   return true;
 }
 
+// A message or signal for a process on another node: handed to the distribution layer, which
+// speaks the signal's wire form.
+bool deliver_remote(runtime_core& rt, pid to, message_node* n) noexcept {
+  remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+  if (h == nullptr) {
+    destroy_node(n);
+    return false;
+  }
+  if (n->type->kind == node_kind::message) return h->send(to, n);
+  bool taken = true;
+  switch (kind_of(n)) {
+    case signal_kind::link:
+      taken = h->link(payload<link_signal>(n).from, to);
+      break;
+    case signal_kind::unlink:
+      h->unlink(payload<unlink_signal>(n).from, to);
+      break;
+    case signal_kind::exit: {
+      const auto& s = payload<exit_signal>(n);
+      taken = h->exit(s.from, to, s.reason, s.via_link);
+      break;
+    }
+    case signal_kind::down: {
+      const auto& d = payload<down>(n);
+      h->down(to, d.pid, d.ref.value(), d.reason);
+      break;
+    }
+    default:  // timeouts, replies and priority signals only ever target local processes
+      taken = false;
+      break;
+  }
+  destroy_node(n);
+  return taken;
+}
+
 }  // namespace
 
 bool push(proc* p, message_node* n) noexcept {
@@ -170,6 +205,8 @@ bool push(proc* p, message_node* n) noexcept {
 }
 
 bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
+  if (to.is_remote()) [[unlikely]]
+    return deliver_remote(rt, to, n);
   proc* p = rt.table.lookup(to);
   if (p == nullptr) {
     destroy_node(n);
@@ -388,7 +425,12 @@ void drain_arrivals(proc* p, drain_mode mode) {
     check_queue_alarm(p);
 }
 
-void drop_monitor(runtime_core& rt, std::uint64_t r, const monitor_entry& e) noexcept {
+void drop_monitor(runtime_core& rt, pid watcher, std::uint64_t r, const monitor_entry& e) noexcept {
+  if (e.target.is_remote()) [[unlikely]] {
+    if (remote_hooks* h = rt.remote.load(std::memory_order_acquire))
+      h->demonitor(watcher, e.target, r);
+    return;
+  }
   proc* t = rt.table.lookup(e.target);
   // A target that left the table has already closed its watcher set.
   if (t == nullptr) return;

@@ -12,6 +12,7 @@
 
 #include <beamlet/runtime.hpp>
 
+#include <beamlet/detail/remote.hpp>
 #include <beamlet/extension.hpp>
 
 #include "epoch.hpp"
@@ -58,6 +59,8 @@ class runtime_core {
 
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};
+  /// Operations on remote pids (detail/remote.hpp); null while no node runs.
+  std::atomic<remote_hooks*> remote{nullptr};
 
   // -- observation (lib/core/observation.cpp)
   // ------------------------------------------------------

@@ -69,6 +69,9 @@ std::optional<priority_alias> published_priority_alias(runtime_core& rt, pid p) 
 /// Delivers `n` to the process registered as `name`; destroys it and returns
 /// errc::not_registered when nobody holds the name.
 std::error_code send_node_named(runtime_core& rt, std::string_view name, message_node* n) noexcept;
+/// `{name, node} ! msg` through the runtime's remote hooks (dropped when no node runs).
+void send_node_remote_named(runtime_core& rt, pid from, std::string_view name,
+                            std::string_view node, message_node* n) noexcept;
 /// Starts a timer that delivers `n` to `to` after `delay`; returns its reference.
 ref send_node_after(runtime_core& rt, pid to, message_node* n, timeout_value delay);
 

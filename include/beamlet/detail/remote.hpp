@@ -1,0 +1,85 @@
+// beamlet/detail/remote.hpp: how the core hands operations on remote pids to the distribution
+// layer, and how that layer hands signals from other nodes to local processes.
+//
+// The core knows remote pids only as pids with the remote bit (ids.hpp). Everything a process
+// does to one (a message, a link or unlink, an exit signal, a monitor, a DOWN owed to a remote
+// watcher) goes through the runtime's remote_hooks, which the distribution layer installs when
+// a node starts; without them a remote pid behaves as a dead one. The hooks are called on the
+// acting process's thread, possibly many at once: they must be thread-safe and must not block.
+// Signals from one local process to one remote process reach the hooks in the order it made
+// them (and the layer keeps that order on the wire).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <beamlet/config.hpp>
+#include <beamlet/exit_reason.hpp>
+#include <beamlet/ids.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace detail {
+
+struct message_node;
+struct runtime_core;
+
+class remote_hooks {
+ public:
+  /// A message for remote process `to`; takes `n`. False when the layer cannot take it (no
+  /// node running): the core then treats `to` as dead.
+  virtual bool send(pid to, message_node* n) noexcept = 0;
+  /// Local `from` links to remote `to`. False: as for send.
+  virtual bool link(pid from, pid to) noexcept = 0;
+  virtual void unlink(pid from, pid to) noexcept = 0;
+  /// An exit signal from local `from`: its death reaching a linked remote process (`via_link`),
+  /// or exit/2.
+  virtual bool exit(pid from, pid to, const exit_reason& reason, bool via_link) noexcept = 0;
+  /// Local `target` ended: the DOWN for remote `watcher`'s monitor `ref`.
+  virtual void down(pid watcher, pid target, std::uint64_t ref,
+                    const exit_reason& reason) noexcept = 0;
+  /// `{name, node} ! message`; takes `n`.
+  virtual void send_named(pid from, std::string_view name, std::string_view node,
+                          message_node* n) noexcept = 0;
+  /// `watcher` (local) monitors remote `target` with `ref`. The DOWN comes back through
+  /// remote_down_in. False: no node running.
+  virtual bool monitor(pid watcher, pid target, std::uint64_t ref) noexcept = 0;
+  /// Monitor of `{name, node}`. Returns the pid that stands for the node in the DOWN (a remote
+  /// pid whose data is 0), or the null pid when no node is running.
+  virtual pid monitor_named(pid watcher, std::string_view name, std::string_view node,
+                            std::uint64_t ref) noexcept = 0;
+  /// `watcher` dropped its monitor `ref` of `target` (demonitor, or the watcher ended).
+  virtual void demonitor(pid watcher, pid target, std::uint64_t ref) noexcept = 0;
+
+ protected:
+  ~remote_hooks() = default;
+};
+
+/// Installs (or, with null, removes) the hooks. They must stay valid until the runtime is
+/// destroyed: a thread may still be calling the previous ones.
+void set_remote_hooks(runtime_core& rt, remote_hooks* hooks) noexcept;
+
+// -- signals from other nodes (called by the distribution layer) --------------------------------
+
+/// A LINK from remote `from` to local `to`. False if `to` is not alive.
+bool remote_link_in(runtime_core& rt, pid from, pid to) noexcept;
+/// An UNLINK from remote `from`.
+void remote_unlink_in(runtime_core& rt, pid from, pid to) noexcept;
+/// An exit signal from remote `from`: because of a link (EXIT, ignored once unlinked) or sent
+/// with exit/2 (EXIT2). False if `to` is not alive.
+bool remote_exit_in(runtime_core& rt, pid from, pid to, exit_reason reason, bool via_link) noexcept;
+/// A MONITOR from remote `watcher` on local `target` with the layer's local `ref`; `*slot`
+/// receives what remote_demonitor_in needs. False if `target` is not alive (the caller answers
+/// noproc).
+bool remote_monitor_in(runtime_core& rt, pid watcher, pid target, std::uint64_t ref,
+                       std::uint32_t* slot) noexcept;
+/// The remote watcher dropped monitor `ref` (at `slot`) on local `target`.
+void remote_demonitor_in(runtime_core& rt, pid target, std::uint64_t ref,
+                         std::uint32_t slot) noexcept;
+/// The DOWN for local `watcher`'s monitor `ref` of remote `target` (or of a name on a node,
+/// `name` set). Dropped if the watcher no longer holds the monitor.
+void remote_down_in(runtime_core& rt, pid watcher, std::uint64_t ref, pid target,
+                    exit_reason reason, std::string name) noexcept;
+
+}  // namespace detail
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,130 @@
+// beamlet/dist/node.hpp: making a runtime a node of an Erlang cluster.
+//
+// start() gives a runtime a node name and a cookie, listens for other nodes, and registers
+// with epmd (or not, on a fixed port). From then on a pid can denote a process on another node:
+// send, link, unlink, exit, monitor and demonitor work on it as on a local one, and `{name,
+// node}` works with send and monitor (process.hpp). Connections are made on first use, one per
+// pair of nodes, written in order; each is a process of its own.
+//
+// Semantics are OTP's: a link or monitor across a connection that is lost ends with
+// `noconnection`; a dead or unknown target gives `noproc`; a restarted node's old pids are dead.
+// Messages from other nodes arrive as `term` (term.hpp); a message sent to a remote pid is
+// encoded from a `term` or from a type registered with register_message<T>() (the common
+// standard types are registered already). A message of a type with no mapping is not sent: it
+// is logged as an error (a programming error, found by the first test that sends it).
+//
+// The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global` and
+// `pg` ignore it, and every node that talks to it connects to it directly. The cookie
+// authenticates, it does not encrypt: run distribution on a trusted network only.
+//
+// Thread-safety: every function may be called from any thread or process.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <beamlet/config.hpp>
+#include <beamlet/detail/message.hpp>
+#include <beamlet/dist/etf.hpp>
+#include <beamlet/dist/term.hpp>
+#include <beamlet/expected.hpp>
+#include <beamlet/process.hpp>
+#include <beamlet/runtime.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist {
+
+struct node_options {
+  /// `alive@host`; a name without `@` gets this machine's host name (short or long, as
+  /// `long_names` says).
+  std::string name;
+  /// The shared secret; empty: read ~/.erlang.cookie (as erl does; created if missing).
+  std::string cookie;
+  bool long_names = false;  ///< host part with dots (`-name`) rather than without (`-sname`)
+  std::string listen_address = "0.0.0.0";
+  std::uint16_t port = 0;  ///< 0: any free port (published through epmd)
+  /// Register with epmd (starting `epmd -daemon` if none answers); false: run on `port`, which
+  /// then must be set, and find peers on their `epmd_port`-less fixed ports (peer_port).
+  bool use_epmd = true;
+  /// epmd's port; 0: $ERL_EPMD_PORT, or 4369.
+  std::uint16_t epmd_port = 0;
+  /// Without epmd: the port every peer listens on (OTP's ERL_DIST_PORT convention).
+  std::uint16_t peer_port = 0;
+  /// A connection silent for this long is lost (OTP's net_ticktime); ticks go out every
+  /// quarter of it.
+  std::chrono::milliseconds net_ticktime = std::chrono::seconds(60);
+  std::chrono::milliseconds handshake_timeout = std::chrono::seconds(7);
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(7);
+  /// The largest packet accepted from a peer; a larger one closes the connection.
+  std::size_t max_packet = 64u << 20;
+  decode_limits limits;
+};
+
+/// A node's identity once started.
+struct node_info {
+  std::string name;
+  std::uint32_t creation = 0;
+  std::uint16_t port = 0;
+};
+
+/// Starts distribution on `rt`. Errors: already started, a bad name, the listen port taken,
+/// epmd unreachable or refusing the name (`name` in use), no cookie.
+expected<node_info, std::string> start(runtime& rt, node_options opts);
+/// Stops distribution: every connection is closed (links and monitors across them end with
+/// noconnection), the name is unregistered from epmd. Returns false if it was not started.
+bool stop(runtime& rt);
+/// This runtime's node, if started.
+std::optional<node_info> self(runtime& rt);
+std::optional<node_info> self(basic_process& p);
+
+/// The nodes this node is connected to now (erlang:nodes(connected)).
+std::vector<std::string> nodes(runtime& rt);
+/// Connects to `node` now (net_kernel:connect_node/1); waits until the handshake is done.
+task<bool> connect_node(process& self, std::string node);
+/// Closes the connection to `node` (erlang:disconnect_node/1).
+bool disconnect_node(runtime& rt, std::string_view node);
+
+/// What monitor_node and monitor_nodes send.
+struct nodeup {
+  std::string node;
+};
+struct nodedown {
+  std::string node;
+};
+/// erlang:monitor_node(Node, Flag): with `on`, one `nodedown` when the connection to `node` is
+/// lost (at once if it cannot be made; connecting if needed); each call adds one. With off,
+/// removes one.
+void monitor_node(basic_process& self, std::string_view node, bool on = true);
+/// net_kernel:monitor_nodes(Flag): `nodeup` and `nodedown` for every connection.
+void monitor_nodes(basic_process& self, bool on = true);
+
+/// `{Name, Node}`: the node a pid is on ("" for a local pid of a runtime with no node).
+std::string node_name(runtime& rt, pid p);
+
+namespace detail {
+using encode_fn = term (*)(beamlet::detail::message_node*);
+void register_encoder(const beamlet::detail::type_descriptor* type, encode_fn f);
+}  // namespace detail
+
+/// Lets messages of type T be sent to remote pids (T needs a term mapping: term_traits<T>).
+template <class T>
+void register_message() {
+  static_assert(term_mapped<T>, "register_message<T>: T needs a term_traits<T> mapping");
+  detail::register_encoder(beamlet::detail::tag_of<T>(), [](beamlet::detail::message_node* n) {
+    return dist::to_term(beamlet::detail::payload<T>(n));
+  });
+}
+
+/// exit reasons as terms, both ways: `normal`, `shutdown`, `{shutdown, D}`, `kill`, `killed`,
+/// `noproc`, an error term (parsed from its text when it is Erlang syntax), an exception as
+/// `{exception, Type, What}`.
+term reason_to_term(const exit_reason& r);
+exit_reason reason_from_term(const term& t);
+
+}  // namespace dist
+BEAMLET_END_NAMESPACE

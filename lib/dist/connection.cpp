@@ -1,0 +1,498 @@
+// One connection to one peer node, as a process: the handshake (either side), then the
+// connected phase: commands from local processes become packets written in arrival order, and
+// packets from the peer become messages and signals for local processes. The connection keeps
+// the links and monitors that cross it, so that losing it ends each with `noconnection`.
+#include <beamlet/detail/core.hpp>
+#include <beamlet/receive.hpp>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "connection_tables.hpp"
+#include "epmd.hpp"
+#include "node_state.hpp"
+#include "stream.hpp"
+#include "wire.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist::detail {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+namespace core = beamlet::detail;
+
+std::uint32_t random_challenge() {
+  thread_local std::mt19937 gen{std::random_device{}()};
+  return static_cast<std::uint32_t>(gen());
+}
+
+net::socket_options raw_options(const node_options& o) {
+  net::socket_options s;
+  s.packet = net::framing::raw;
+  s.max_packet = 1 << 20;
+  s.send_queue_limit = 8u << 20;
+  s.send_timeout = o.net_ticktime;
+  return s;
+}
+
+class connection {
+ public:
+  connection(process& self, node_state& node, std::string peer)
+      : self_(self), node_(node), me_(node.self), peer_(std::move(peer)) {}
+
+  task<bool> initiate();
+  task<bool> accept(net::tcp_socket s);
+  task<> run();
+  task<> finish(const std::string& why);
+
+ private:
+  // -- handshake --
+  task<bool> accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest);
+  bool established(std::uint64_t flags, std::uint32_t creation, std::string rest);
+  void refuse(const std::string& why) {
+    node_.log(log_level::error, "distribution: connection with '" + peer_ + "' failed: " + why);
+  }
+
+  // -- connected phase --
+  void apply(out_command& c);
+  bool dispatch(std::string_view packet);
+  bool control(const term& ct, term* msg);
+  void queue_packet(const term& control, const term* msg = nullptr) {
+    const std::size_t start = begin_packet(wbuf_, control, me_);
+    if (start == std::string::npos) return;
+    if (msg != nullptr && !add_message(wbuf_, *msg, me_)) {
+      wbuf_.resize(start);
+      return;
+    }
+    end_packet(wbuf_, start);
+  }
+  bool current(pid remote) const {
+    const std::uint32_t s = remote.node_slot();
+    return s == peer_slot_ || s == name_slot_;
+  }
+  void lose_command(out_command& c, const exit_reason& why);
+
+  process& self_;
+  node_state& node_;
+  const node_incarnation me_;
+  std::string peer_;
+  net::tcp_socket sock_;
+  std::uint32_t peer_creation_ = 0;
+  std::uint32_t peer_slot_ = 0;
+  std::uint32_t name_slot_ = 0;
+  bool registered_ = false;  // conns[peer_] names this process
+  bool connected_ = false;   // the handshake completed
+  std::string rbuf_;
+  std::string wbuf_;
+  connection_tables tables_;
+};
+
+// -- handshake --------------------------------------------------------------------------------
+
+task<bool> connection::initiate() {
+  registered_ = true;  // ensure_connection_locked registered us
+  const node_options& o = node_.opts;
+  const auto at = peer_.find('@');
+  if (at == std::string::npos || at == 0 || at + 1 == peer_.size()) {
+    refuse("not a node name");
+    co_return false;
+  }
+  std::string alive = peer_.substr(0, at);
+  std::string host = peer_.substr(at + 1);
+  std::uint16_t port = o.peer_port;
+  if (o.use_epmd) {
+    std::string h = host;
+    auto p = co_await epmd_lookup(self_, std::move(h), std::move(alive), epmd_port(o.epmd_port),
+                                  o.connect_timeout);
+    if (!p) {
+      refuse(p.error());
+      co_return false;
+    }
+    port = *p;
+  }
+  const net::socket_options so = raw_options(o);
+  std::string h = host;
+  auto c = co_await net::connect(self_, std::move(h), port, so, o.connect_timeout);
+  if (!c) {
+    refuse("connect: " + c.error().message());
+    co_return false;
+  }
+  sock_ = std::move(*c);
+  const std::string hello = name_packet(flag::ours, me_.creation, me_.name);
+  if (auto r1 = co_await net::send(self_, sock_, hello); !r1) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout);
+  auto status = co_await in.packet2(self_, sock_);
+  if (!status) {
+    refuse("no status: " + status.error());
+    co_return false;
+  }
+  if (*status == "snok") {
+    // A simultaneous connect the peer won: its own connection comes to us through the kernel,
+    // which hands the socket to this process.
+    sock_.close();
+    auto s = co_await self_.receive(on<net::tcp_socket>(), after(o.handshake_timeout));
+    if (!s) {
+      refuse("simultaneous connect: the peer's connection never came");
+      co_return false;
+    }
+    sock_ = std::move(s.get<net::tcp_socket>());
+    auto a = co_await self_.receive(on<adopt_socket>(), after(o.handshake_timeout));
+    if (!a) co_return false;
+    const adopt_socket& ad = a.get<adopt_socket>();
+    std::string none;
+    co_return co_await accept_rest(ad.flags, ad.creation, std::move(none));
+  }
+  if (*status == "salive") {
+    const std::string yes = frame2("strue");  // we have no connection: the peer's is stale
+    if (auto r2 = co_await net::send(self_, sock_, yes); !r2) co_return false;
+  } else if (*status != "sok" && *status != "sok_simultaneous") {
+    refuse("refused by the peer (" + status->substr(status->empty() ? 0 : 1) + ")");
+    co_return false;
+  }
+  auto ch = co_await in.packet2(self_, sock_);
+  if (!ch || ch->size() < 19 || (*ch)[0] != 'N') {
+    refuse("bad challenge");
+    co_return false;
+  }
+  const std::uint64_t flags = get64(ch->data() + 1);
+  const std::uint32_t their_challenge = get32(ch->data() + 9);
+  const std::uint32_t creation = get32(ch->data() + 13);
+  const std::size_t nlen = get16(ch->data() + 17);
+  if (ch->size() < 19 + nlen || ch->substr(19, nlen) != peer_) {
+    refuse("the peer answered with another name");
+    co_return false;
+  }
+  if ((flags & flag::required) != flag::required) {
+    refuse("the peer lacks required capabilities");
+    co_return false;
+  }
+  const std::uint32_t mine = random_challenge();
+  std::string reply = "r";
+  put32(reply, mine);
+  reply += digest(node_.cookie, their_challenge);
+  const std::string reply_packet = frame2(reply);
+  if (auto r3 = co_await net::send(self_, sock_, reply_packet); !r3) co_return false;
+  auto ack = co_await in.packet2(self_, sock_);
+  if (!ack) {
+    refuse("no acknowledgement (a wrong cookie?): " + ack.error());
+    co_return false;
+  }
+  if (ack->size() != 17 || (*ack)[0] != 'a' || ack->substr(1) != digest(node_.cookie, mine)) {
+    refuse("the peer's digest is wrong (a different cookie)");
+    co_return false;
+  }
+  co_return established(flags, creation, in.take_rest());
+}
+
+task<bool> connection::accept(net::tcp_socket s) {
+  sock_ = std::move(s);
+  const node_options& o = node_.opts;
+  stream_reader in(clock_type::now() + o.handshake_timeout);
+  auto name = co_await in.packet2(self_, sock_);
+  if (!name || name->size() < 15 || (*name)[0] != 'N') co_return false;  // not a version-6 peer
+  const std::uint64_t flags = get64(name->data() + 1);
+  const std::uint32_t creation = get32(name->data() + 9);
+  const std::size_t nlen = get16(name->data() + 13);
+  if (name->size() < 15 + nlen || nlen == 0) co_return false;
+  peer_ = name->substr(15, nlen);
+  if ((flags & flag::required) != flag::required || peer_.find('@') == std::string::npos) {
+    const std::string no = frame2("snot_allowed");
+    auto sent = co_await net::send(self_, sock_, no);
+    (void)sent;
+    co_return false;
+  }
+  enum class decision { ok, nok, simultaneous, alive } d = decision::ok;
+  pid other;
+  {
+    std::unique_lock lock(node_.mu);
+    auto it = node_.conns.find(peer_);
+    if (it == node_.conns.end()) {
+      node_.conns[peer_] = conn_entry{self_.self(), false, 0};
+      registered_ = true;
+    } else if (!it->second.established) {
+      d = me_.name > peer_ ? decision::nok : decision::simultaneous;
+      other = it->second.process;
+    } else {
+      d = decision::alive;
+      other = it->second.process;
+    }
+  }
+  if (d == decision::nok) {
+    const std::string no = frame2("snok");
+    auto sent = co_await net::send(self_, sock_, no);
+    (void)sent;
+    co_return false;
+  }
+  if (d == decision::simultaneous) {
+    const std::string ok = frame2("sok_simultaneous");
+    if (auto r4 = co_await net::send(self_, sock_, ok); !r4) co_return false;
+    if (auto r5 = co_await net::controlling_process(self_, sock_, other); !r5) co_return false;
+    self_.send(other, adopt_socket{{}, flags, creation});
+    co_return false;
+  }
+  if (d == decision::alive) {
+    const std::string alive = frame2("salive");
+    if (auto r6 = co_await net::send(self_, sock_, alive); !r6) co_return false;
+    auto answer = co_await in.packet2(self_, sock_);
+    if (!answer || *answer != "strue") co_return false;
+    // The peer restarted: the old connection is stale. End it, then take its place.
+    const ref m = self_.monitor(other);
+    self_.send(other, conn_stop{"the peer reconnected"});
+    const auto is_gone = [m](const down& x) { return x.ref == m; };
+    auto gone = co_await self_.receive(on<down>().when(is_gone), after(o.handshake_timeout));
+    (void)gone;
+    std::unique_lock lock(node_.mu);
+    if (node_.conns.count(peer_) != 0) co_return false;
+    node_.conns[peer_] = conn_entry{self_.self(), false, 0};
+    registered_ = true;
+  } else {
+    const std::string ok = frame2("sok");
+    if (auto r7 = co_await net::send(self_, sock_, ok); !r7) co_return false;
+  }
+  std::string rest = in.take_rest();
+  co_return co_await accept_rest(flags, creation, std::move(rest));
+}
+
+task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest) {
+  const node_options& o = node_.opts;
+  const std::uint32_t mine = random_challenge();
+  const std::string challenge = challenge_packet(flag::ours, mine, me_.creation, me_.name);
+  if (auto r8 = co_await net::send(self_, sock_, challenge); !r8) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout);
+  auto reply = co_await in.packet2(self_, sock_);
+  if (!reply || reply->size() != 21 || (*reply)[0] != 'r') {
+    refuse("no challenge reply");
+    co_return false;
+  }
+  if (reply->substr(5) != digest(node_.cookie, mine)) {
+    node_.log(log_level::error, "distribution: connection attempt from node '" + peer_ +
+                                    "' rejected: invalid challenge reply (a different cookie)");
+    co_return false;
+  }
+  std::string ack = "a";
+  ack += digest(node_.cookie, get32(reply->data() + 1));
+  const std::string ack_packet = frame2(ack);
+  if (auto r9 = co_await net::send(self_, sock_, ack_packet); !r9) co_return false;
+  rest += in.take_rest();
+  co_return established(flags, creation, std::move(rest));
+}
+
+bool connection::established(std::uint64_t /*flags*/, std::uint32_t creation, std::string rest) {
+  peer_creation_ = creation;
+  peer_slot_ = intern_node(peer_, creation);
+  name_slot_ = intern_node(peer_, 0);
+  rbuf_ = std::move(rest);
+  {
+    std::unique_lock lock(node_.mu);
+    auto& e = node_.conns[peer_];
+    e = conn_entry{self_.self(), true, creation};
+    registered_ = true;
+  }
+  connected_ = true;
+  node_.node_event(peer_, true);
+  return true;
+}
+
+// -- connected phase --------------------------------------------------------------------------
+
+void connection::apply(out_command& c) {
+  using k = out_command::kind;
+  if (c.what != k::down && c.remote && !current(c.remote)) {
+    // A pid of an earlier incarnation of the peer: that process is dead.
+    if (c.what == k::link)
+      core::remote_exit_in(node_.rt(), c.remote, c.local, exit_reason::noproc(), true);
+    if (c.what == k::monitor)
+      core::remote_down_in(node_.rt(), c.local, c.ref, c.remote, exit_reason::noproc(), {});
+    return;
+  }
+  switch (c.what) {
+    case k::packet:
+      break;
+    case k::link:
+      tables_.links.insert({c.local, c.remote});
+      break;
+    case k::unlink:
+    case k::link_exit:
+      tables_.links.erase({c.local, c.remote});
+      break;
+    case k::monitor:
+      tables_.watching[c.ref] = watch{c.local, c.remote, std::move(c.name)};
+      break;
+    case k::demonitor:
+      tables_.watching.erase(c.ref);
+      break;
+    case k::down: {
+      auto it = tables_.watched.find(c.ref);
+      if (it == tables_.watched.end()) return;
+      const watched_by& w = it->second;
+      term from = w.name.empty() ? term(c.local) : term::make_atom(w.name);
+      queue_packet(term::make_tuple({term(ctl::monitor_p_exit), std::move(from), term(w.watcher),
+                                     w.ref, reason_to_term(c.reason)}));
+      tables_.forget_watched(it);
+      return;
+    }
+  }
+  wbuf_ += c.bytes;
+}
+
+void connection::lose_command(out_command& c, const exit_reason& why) {
+  using k = out_command::kind;
+  if (c.what == k::link) core::remote_exit_in(node_.rt(), c.remote, c.local, why, true);
+  if (c.what == k::monitor)
+    core::remote_down_in(node_.rt(), c.local, c.ref, c.remote, why, std::move(c.name));
+}
+
+task<> connection::run() {
+  const node_options& o = node_.opts;
+  const auto tick = std::max(o.net_ticktime / 4, std::chrono::milliseconds(1));
+  if (!net::set_active(self_, sock_, net::active_mode::once())) co_return;
+  auto last_in = clock_type::now();
+  auto last_out = last_in;
+  if (!rbuf_.empty() && !dispatch({})) co_return;
+  const net::socket_id sid = sock_.id();
+  for (;;) {
+    auto m = co_await self_.receive(on<out_command>(), on<net::tcp_data>(), on<net::tcp_closed>(),
+                                    on<net::tcp_error>(), on<conn_stop>(), on<exit_message>(),
+                                    after(tick));
+    const auto now = clock_type::now();
+    if (m.is<out_command>()) {
+      apply(m.get<out_command>());
+      // Everything already queued goes out in the same write.
+      for (int i = 0; i < 4096 && wbuf_.size() < (256u << 10); ++i) {
+        auto more = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
+        if (!more) break;
+        apply(more.get<out_command>());
+      }
+    } else if (m.is<net::tcp_data>()) {
+      const auto& d = m.get<net::tcp_data>();
+      if (d.socket != sid) continue;
+      last_in = now;
+      if (!dispatch(d.data)) co_return;
+      if (!net::set_active(self_, sock_, net::active_mode::once())) co_return;
+    } else if (m.is<net::tcp_closed>() || m.is<net::tcp_error>()) {
+      co_return;
+    } else if (m.is<conn_stop>()) {
+      co_return;
+    }
+    if (now - last_in > o.net_ticktime) {
+      node_.log(log_level::error,
+                "distribution: node '" + peer_ + "' not responding (net_tick_timeout)");
+      co_return;
+    }
+    if (wbuf_.empty() && now - last_out >= tick) wbuf_.append(4, '\0');  // a tick
+    if (!wbuf_.empty()) {
+      auto r = co_await net::send(self_, sock_, wbuf_);
+      wbuf_.clear();
+      if (!r) co_return;
+      last_out = clock_type::now();
+    }
+  }
+}
+
+bool connection::dispatch(std::string_view data) {
+  rbuf_.append(data);
+  std::size_t pos = 0;
+  bool ok = true;
+  while (ok && rbuf_.size() - pos >= 4) {
+    const std::uint32_t len = get32(rbuf_.data() + pos);
+    if (len > node_.opts.max_packet) {
+      refuse("a packet of " + std::to_string(len) + " bytes, over the limit");
+      return false;
+    }
+    if (rbuf_.size() - pos - 4 < len) break;
+    const std::string_view p(rbuf_.data() + pos + 4, len);
+    pos += 4 + len;
+    if (len == 0) continue;  // a tick
+    if (p[0] != 'p') {
+      refuse("a packet that is not a pass-through data packet");
+      return false;
+    }
+    std::size_t at = 1;
+    auto ct = decode(p, at, &me_, true, node_.opts.limits);
+    if (!ct) {
+      refuse("a malformed control message: " + ct.error());
+      return false;
+    }
+    std::optional<term> msg;
+    if (at < p.size()) {
+      auto mt = decode(p, at, &me_, true, node_.opts.limits);
+      if (!mt || at != p.size()) {
+        refuse("a malformed message: " + (mt ? std::string("bytes after it") : mt.error()));
+        return false;
+      }
+      msg = std::move(*mt);
+    }
+    ok = control(*ct, msg ? &*msg : nullptr);
+  }
+  rbuf_.erase(0, pos);
+  return ok;
+}
+
+}  // namespace
+
+// Defined in connection_control.cpp: the handling of one control message.
+bool handle_control(node_state& node, process& self, const node_incarnation& me,
+                    connection_tables& tables, std::string& out, const term& ct, term* msg,
+                    std::string& error);
+
+namespace {
+
+bool connection::control(const term& ct, term* msg) {
+  std::string error;
+  if (!handle_control(node_, self_, me_, tables_, wbuf_, ct, msg, error)) {
+    refuse(error);
+    return false;
+  }
+  return true;
+}
+
+task<> connection::finish(const std::string& why) {
+  const exit_reason lost = exit_reason::error("noconnection");
+  {
+    std::unique_lock lock(node_.mu);
+    auto it = node_.conns.find(peer_);
+    if (it != node_.conns.end() && it->second.process == self_.self()) node_.conns.erase(it);
+  }
+  if (sock_) sock_.close();
+  // Commands posted before we left the table: links and monitors they carry are lost too.
+  for (;;) {
+    auto m = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
+    if (!m) break;
+    lose_command(m.get<out_command>(), lost);
+  }
+  tables_.lose(node_.rt(), lost);
+  if (connected_) {
+    node_.log(log_level::notice, "distribution: connection to '" + peer_ + "' closed: " + why);
+    node_.node_event(peer_, false);
+  } else if (registered_) {
+    node_.node_event(peer_, false);  // monitor_node of a node that could not be reached
+  }
+}
+
+}  // namespace
+
+task<> connection_body(process& self, node_state& node, std::string peer) {
+  self.trap_exit(true);  // exit signals end us through finish(), never half-way
+  const bool accepting = peer.empty();
+  connection c(self, node, std::move(peer));
+  std::string why = "closed";
+  try {
+    bool up = false;
+    if (accepting) {
+      // The kernel hands us the socket it accepted.
+      auto s = co_await self.receive(on<net::tcp_socket>(), after(node.opts.handshake_timeout));
+      if (s) up = co_await c.accept(std::move(s.get<net::tcp_socket>()));
+    } else {
+      up = co_await c.initiate();
+    }
+    if (up) co_await c.run();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  co_await c.finish(why);
+}
+
+}  // namespace dist::detail
+BEAMLET_END_NAMESPACE

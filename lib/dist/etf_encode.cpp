@@ -1,0 +1,226 @@
+// ETF encoding: a term into the bytes term_to_binary/1 would make for it.
+#include <beamlet/dist/etf.hpp>
+
+#include <bit>
+#include <cstring>
+
+#include "etf_tags.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist {
+
+namespace {
+
+namespace tag = detail::tag;
+
+void put8(std::string& out, std::uint8_t v) {
+  out.push_back(static_cast<char>(v));
+}
+void put16(std::string& out, std::uint16_t v) {
+  const char b[2] = {static_cast<char>(v >> 8), static_cast<char>(v)};
+  out.append(b, 2);
+}
+void put32(std::string& out, std::uint32_t v) {
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+  out.append(b, 4);
+}
+
+class encoder {
+ public:
+  encoder(std::string& out, const node_incarnation* self) : out_(out), self_(self) {}
+
+  bool atom(std::string_view name) {
+    if (name.size() > 255 * 4) return fail("atom too long: " + std::string(name.substr(0, 40)));
+    if (name.size() < 256) {
+      put8(out_, tag::small_atom_utf8);
+      put8(out_, static_cast<std::uint8_t>(name.size()));
+    } else {
+      put8(out_, tag::atom_utf8);
+      put16(out_, static_cast<std::uint16_t>(name.size()));
+    }
+    out_.append(name);
+    return true;
+  }
+
+  bool pid(beamlet::pid p) {
+    std::string_view node = "nonode@nohost";
+    std::uint32_t creation = 0;
+    std::uint64_t data = p.serial();
+    std::optional<node_incarnation> remote;
+    if (p.is_remote()) {
+      remote = node_of(p);
+      if (!remote) return fail("a pid of an unknown node slot");
+      node = remote->name;
+      creation = remote->creation;
+      data = p.data();
+    } else if (self_ != nullptr) {
+      node = self_->name;
+      creation = self_->creation;
+    }
+    put8(out_, tag::new_pid);
+    if (!atom(node)) return false;
+    put32(out_, static_cast<std::uint32_t>(data & 0xffffffffu));
+    put32(out_, static_cast<std::uint32_t>(data >> 32));
+    put32(out_, creation);
+    return true;
+  }
+
+  bool big(const bignum& b) {
+    if (b.magnitude.size() < 256) {
+      put8(out_, tag::small_big);
+      put8(out_, static_cast<std::uint8_t>(b.magnitude.size()));
+    } else {
+      put8(out_, tag::large_big);
+      put32(out_, static_cast<std::uint32_t>(b.magnitude.size()));
+    }
+    put8(out_, b.negative ? 1 : 0);
+    out_.append(reinterpret_cast<const char*>(b.magnitude.data()), b.magnitude.size());
+    return true;
+  }
+
+  bool integer(std::int64_t v) {
+    if (v >= 0 && v <= 255) {
+      put8(out_, tag::small_integer);
+      put8(out_, static_cast<std::uint8_t>(v));
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+      put8(out_, tag::integer);
+      put32(out_, static_cast<std::uint32_t>(static_cast<std::int32_t>(v)));
+    } else {
+      bignum b;
+      b.negative = v < 0;
+      std::uint64_t m =
+          b.negative ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+      for (; m != 0; m >>= 8) b.magnitude.push_back(static_cast<std::uint8_t>(m & 0xff));
+      return big(b);
+    }
+    return true;
+  }
+
+  bool any(const term& t) {
+    switch (t.which()) {
+      case term::type::atom:
+        return atom(t.atom_name());
+      case term::type::integer:
+        return integer(t.integer());
+      case term::type::bignum:
+        return big(t.big());
+      case term::type::floating: {
+        put8(out_, tag::new_float);
+        const auto bits = std::bit_cast<std::uint64_t>(t.floating());
+        put32(out_, static_cast<std::uint32_t>(bits >> 32));
+        put32(out_, static_cast<std::uint32_t>(bits));
+        return true;
+      }
+      case term::type::binary: {
+        const binary& b = t.bin();
+        if (b.bytes.size() > UINT32_MAX) return fail("binary too large");
+        if (b.last_bits == 8) {
+          put8(out_, tag::binary);
+        } else {
+          if (b.bytes.empty() || b.last_bits == 0) return fail("bitstring without its last byte");
+          put8(out_, tag::bit_binary);
+        }
+        put32(out_, static_cast<std::uint32_t>(b.bytes.size()));
+        if (b.last_bits != 8) put8(out_, b.last_bits);
+        out_.append(b.bytes);
+        return true;
+      }
+      case term::type::list: {
+        const term_list& items = t.elements();
+        if (items.empty() && t.tail() == nullptr) {
+          put8(out_, tag::nil);
+          return true;
+        }
+        put8(out_, tag::list);
+        put32(out_, static_cast<std::uint32_t>(items.size()));
+        for (const term& e : items)
+          if (!any(e)) return false;
+        if (const term* tl = t.tail()) return any(*tl);
+        put8(out_, tag::nil);
+        return true;
+      }
+      case term::type::tuple: {
+        const term_list& items = t.elements();
+        if (items.size() < 256) {
+          put8(out_, tag::small_tuple);
+          put8(out_, static_cast<std::uint8_t>(items.size()));
+        } else {
+          put8(out_, tag::large_tuple);
+          put32(out_, static_cast<std::uint32_t>(items.size()));
+        }
+        for (const term& e : items)
+          if (!any(e)) return false;
+        return true;
+      }
+      case term::type::map: {
+        put8(out_, tag::map);
+        put32(out_, static_cast<std::uint32_t>(t.map_entries().size()));
+        for (const auto& [k, v] : t.map_entries())
+          if (!any(k) || !any(v)) return false;
+        return true;
+      }
+      case term::type::pid:
+        return pid(t.pid());
+      case term::type::reference: {
+        const reference& r = t.ref();
+        if (r.words.empty() || r.words.size() > 5) return fail("a reference needs 1 to 5 words");
+        put8(out_, tag::newer_reference);
+        put16(out_, static_cast<std::uint16_t>(r.words.size()));
+        if (!atom(r.node)) return false;
+        put32(out_, r.creation);
+        for (std::uint32_t w : r.words) put32(out_, w);
+        return true;
+      }
+      case term::type::port: {
+        const port_id& p = t.port();
+        put8(out_, tag::v4_port);
+        if (!atom(p.node)) return false;
+        put32(out_, static_cast<std::uint32_t>(p.id >> 32));
+        put32(out_, static_cast<std::uint32_t>(p.id));
+        put32(out_, p.creation);
+        return true;
+      }
+      case term::type::fun:
+        out_.append(t.fun().encoded);
+        return true;
+    }
+    return fail("unknown term type");
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  bool fail(std::string what) {
+    error_ = std::move(what);
+    return false;
+  }
+
+  std::string& out_;
+  const node_incarnation* self_;
+  std::string error_;
+};
+
+}  // namespace
+
+expected<void, std::string> encode(const term& t, std::string& out, const node_incarnation* self,
+                                   bool versioned) {
+  const std::size_t start = out.size();
+  if (versioned) put8(out, tag::version);
+  encoder e(out, self);
+  if (!e.any(t)) {
+    out.resize(start);
+    return unexpected(e.error());
+  }
+  return {};
+}
+
+expected<std::string, std::string> to_binary(const term& t, const node_incarnation* self) {
+  std::string out;
+  auto r = encode(t, out, self, true);
+  if (!r) return unexpected(r.error());
+  return out;
+}
+
+}  // namespace dist
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,545 @@
+// Starting and stopping a node, its kernel process, and the core's remote hooks.
+#include <beamlet/detail/core.hpp>
+#include <beamlet/dist/node.hpp>
+#include <beamlet/mailbox.hpp>
+
+#include <unistd.h>
+
+#include <sys/stat.h>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "epmd.hpp"
+#include "node_state.hpp"
+#include "wire.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist {
+
+namespace detail {
+
+namespace core = beamlet::detail;
+
+void node_state::stopping() noexcept {
+  set_running(false);
+  core::set_remote_hooks(*rt_, nullptr);
+}
+
+void node_state::log(log_level level, std::string message) const noexcept {
+  try {
+    if (!core::report_enabled(*rt_, level)) return;
+    log_event e;
+    e.level = level;
+    e.time = std::chrono::system_clock::now();
+    e.message = std::move(message);
+    core::emit_event(*rt_, std::move(e));
+  } catch (...) {
+  }
+}
+
+pid node_state::ensure_connection_locked(const std::string& node) {
+  if (!running() || node == self.name) return pid();
+  if (auto it = conns.find(node); it != conns.end()) return it->second.process;
+  node_state* st = this;
+  const pid c = core::spawn_body(
+      *rt_, nullptr, [st, node](process& p) { return connection_body(p, *st, node); }, {}, nullptr);
+  conns[node] = conn_entry{c, false, 0};
+  return c;
+}
+
+bool node_state::post(const std::string& node, out_command&& cmd) {
+  {
+    std::shared_lock lock(mu);
+    if (!running()) return false;
+    if (auto it = conns.find(node); it != conns.end()) {
+      core::send_node(*rt_, it->second.process, core::make_message(std::move(cmd)));
+      return true;
+    }
+  }
+  std::unique_lock lock(mu);
+  const pid c = ensure_connection_locked(node);
+  if (!c) return false;
+  core::send_node(*rt_, c, core::make_message(std::move(cmd)));
+  return true;
+}
+
+void node_state::post_stop(const std::string& node, std::string why) {
+  std::shared_lock lock(mu);
+  if (auto it = conns.find(node); it != conns.end())
+    core::send_node(*rt_, it->second.process, core::make_message(conn_stop{std::move(why)}));
+}
+
+void node_state::node_event(const std::string& node, bool up) {
+  std::unique_lock lock(mu);
+  for (pid w : all_nodes_watchers) {
+    if (up)
+      core::send_node(*rt_, w, core::make_message(nodeup{node}));
+    else
+      core::send_node(*rt_, w, core::make_message(nodedown{node}));
+  }
+  if (up) return;
+  // monitor_node fires once per call.
+  std::erase_if(node_watchers, [&](const std::pair<pid, std::string>& w) {
+    if (w.second != node) return false;
+    core::send_node(*rt_, w.first, core::make_message(nodedown{node}));
+    return true;
+  });
+}
+
+// -- the hooks --------------------------------------------------------------------------------
+
+namespace {
+term atom_of(std::string_view s) {
+  return term::make_atom(std::string(s));
+}
+}  // namespace
+
+bool node_state::packet_to(pid to, out_command::kind what, pid local, const term& control,
+                           const term* message, std::uint64_t ref) {
+  if (!running()) return false;
+  const std::optional<node_incarnation> node = node_of(to);
+  if (!node) return false;
+  out_command c;
+  c.what = what;
+  c.local = local;
+  c.remote = to;
+  c.ref = ref;
+  const std::size_t start = begin_packet(c.bytes, control, self);
+  if (start == std::string::npos) return false;
+  if (message != nullptr && !add_message(c.bytes, *message, self)) {
+    log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
+    return true;
+  }
+  end_packet(c.bytes, start);
+  return post(node->name, std::move(c));
+}
+
+bool node_state::send(pid to, core::message_node* n) noexcept {
+  core::node_ptr owned(n);
+  if (!running()) return false;
+  try {
+    std::optional<term> t = message_term(n);
+    if (!t) {
+      log(log_level::error,
+          "distribution: a message of type " + core::demangled_name(*n->type->type) + " sent to " +
+              to.to_string() + " was dropped: the type has no term mapping (register_message)");
+      return true;
+    }
+    const term control = term::make_tuple({term(ctl::send), atom_of(""), term(to)});
+    return packet_to(to, out_command::kind::packet, pid(), control, &*t);
+  } catch (...) {
+    return true;  // out of memory: lost, as a message to a process that cannot take it
+  }
+}
+
+void node_state::send_named(pid from, std::string_view name, std::string_view node,
+                            core::message_node* n) noexcept {
+  core::node_ptr owned(n);
+  if (!running()) return;
+  try {
+    std::optional<term> t = message_term(n);
+    if (!t) {
+      log(log_level::error, "distribution: a message of type " +
+                                core::demangled_name(*n->type->type) +
+                                " has no term mapping (register_message): dropped");
+      return;
+    }
+    const std::string target(node);
+    if (target == self.name) {  // {Name, node()} ! Msg is a local send
+      (void)core::send_node_named(*rt_, name, core::make_message(std::move(*t)));
+      return;
+    }
+    out_command c;
+    const term control =
+        term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
+    const std::size_t start = begin_packet(c.bytes, control, self);
+    if (start == std::string::npos || !add_message(c.bytes, *t, self)) return;
+    end_packet(c.bytes, start);
+    post(target, std::move(c));
+  } catch (...) {
+  }
+}
+
+bool node_state::link(pid from, pid to) noexcept {
+  try {
+    return packet_to(to, out_command::kind::link, from,
+                     term::make_tuple({term(ctl::link), term(from), term(to)}), nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+void node_state::unlink(pid from, pid to) noexcept {
+  try {
+    static std::atomic<std::uint64_t> ids{1};
+    packet_to(to, out_command::kind::unlink, from,
+              term::make_tuple({term(ctl::unlink_id), term(static_cast<std::int64_t>(ids++)),
+                                term(from), term(to)}),
+              nullptr);
+  } catch (...) {
+  }
+}
+
+bool node_state::exit(pid from, pid to, const exit_reason& reason, bool via_link) noexcept {
+  try {
+    const term control = term::make_tuple(
+        {term(via_link ? ctl::exit : ctl::exit2), term(from), term(to), reason_to_term(reason)});
+    return packet_to(to, via_link ? out_command::kind::link_exit : out_command::kind::packet, from,
+                     control, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+bool node_state::monitor(pid watcher, pid target, std::uint64_t ref) noexcept {
+  try {
+    const term control =
+        term::make_tuple({term(ctl::monitor_p), term(watcher), term(target), ref_term(ref, self)});
+    return packet_to(target, out_command::kind::monitor, watcher, control, nullptr, ref);
+  } catch (...) {
+    return false;
+  }
+}
+
+pid node_state::monitor_named(pid watcher, std::string_view name, std::string_view node,
+                              std::uint64_t ref) noexcept {
+  try {
+    if (!running()) return pid();
+    const std::uint32_t slot = intern_node(node, 0);
+    if (slot == 0) return pid();
+    const pid stand_in = pid::remote(slot, 0);
+    out_command c;
+    c.what = out_command::kind::monitor;
+    c.local = watcher;
+    c.remote = stand_in;
+    c.ref = ref;
+    c.name = std::string(name);
+    const term control =
+        term::make_tuple({term(ctl::monitor_p), term(watcher), atom_of(name), ref_term(ref, self)});
+    const std::size_t start = begin_packet(c.bytes, control, self);
+    if (start == std::string::npos) return pid();
+    end_packet(c.bytes, start);
+    if (!post(std::string(node), std::move(c))) return pid();
+    return stand_in;
+  } catch (...) {
+    return pid();
+  }
+}
+
+void node_state::demonitor(pid watcher, pid target, std::uint64_t ref) noexcept {
+  try {
+    // A monitor by name is withdrawn by name: the stand-in pid carries none.
+    const term control = term::make_tuple(
+        {term(ctl::demonitor_p), term(watcher), term(target), ref_term(ref, self)});
+    packet_to(target, out_command::kind::demonitor, watcher, control, nullptr, ref);
+  } catch (...) {
+  }
+}
+
+void node_state::down(pid watcher, pid target, std::uint64_t ref,
+                      const exit_reason& reason) noexcept {
+  try {
+    const std::optional<node_incarnation> node = node_of(watcher);
+    if (!node || !running()) return;
+    out_command c;
+    c.what = out_command::kind::down;
+    c.local = target;
+    c.remote = watcher;
+    c.ref = ref;
+    c.reason = reason;
+    post(node->name, std::move(c));
+  } catch (...) {
+  }
+}
+
+// -- the kernel -------------------------------------------------------------------------------
+
+task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, pid starter) {
+  registration reg;
+  if (node.opts.use_epmd) {
+    std::string alive = node.self.name.substr(0, node.self.name.find('@'));
+    auto r = co_await epmd_register(self, std::move(alive), node.port,
+                                    epmd_port(node.opts.epmd_port), node.opts.connect_timeout);
+    if (!r) {
+      self.send(starter, kernel_ready{0, r.error()});
+      co_return;
+    }
+    reg = std::move(*r);
+  } else {
+    reg.creation = static_cast<std::uint32_t>(std::random_device{}() | 1u);
+  }
+  // Erlang nodes monitor and call `net_kernel` on connecting (net_adm:ping): the name must
+  // resolve; the connection answers its is_auth calls.
+  (void)self.register_name("net_kernel");
+  self.send(starter, kernel_ready{reg.creation, {}});
+  auto go = co_await self.receive(on<kernel_go>(), after(std::chrono::seconds(30)));
+  if (!go) co_return;
+  for (;;) {
+    auto s = co_await net::accept(self, listener);
+    if (!s) {
+      if (listener.closed()) co_return;  // stop(): reg's socket closes with us (unregistered)
+      co_await self.sleep(std::chrono::milliseconds(10));  // EMFILE and the like: back off
+      continue;
+    }
+    node_state* st = &node;
+    const pid c = self.spawn([st](process& p) { return connection_body(p, *st, std::string()); });
+    auto handed = co_await net::controlling_process(self, *s, c);
+    (void)handed;
+  }
+}
+
+// -- message types ----------------------------------------------------------------------------
+
+namespace {
+struct encoder_registry {
+  std::shared_mutex mu;
+  std::unordered_map<const core::type_descriptor*, encode_fn> by_type;
+};
+template <class T>
+term encode_as(core::message_node* n) {
+  return dist::to_term(core::payload<T>(n));
+}
+encoder_registry& encoders() {
+  static encoder_registry* r = [] {
+    auto* reg = new encoder_registry;  // never destroyed: senders may run during exit
+    reg->by_type[core::tag_of<std::string>()] = &encode_as<std::string>;
+    reg->by_type[core::tag_of<int>()] = &encode_as<int>;
+    reg->by_type[core::tag_of<long>()] = &encode_as<long>;
+    reg->by_type[core::tag_of<long long>()] = &encode_as<long long>;
+    reg->by_type[core::tag_of<unsigned>()] = &encode_as<unsigned>;
+    reg->by_type[core::tag_of<unsigned long>()] = &encode_as<unsigned long>;
+    reg->by_type[core::tag_of<double>()] = &encode_as<double>;
+    reg->by_type[core::tag_of<bool>()] = &encode_as<bool>;
+    reg->by_type[core::tag_of<atom>()] = &encode_as<atom>;
+    reg->by_type[core::tag_of<pid>()] = &encode_as<pid>;
+    return reg;
+  }();
+  return *r;
+}
+}  // namespace
+
+std::optional<term> message_term(core::message_node* n) {
+  if (n->type == core::tag_of<term>()) return std::move(core::payload<term>(n));
+  encoder_registry& r = encoders();
+  std::shared_lock lock(r.mu);
+  auto it = r.by_type.find(n->type);
+  if (it == r.by_type.end()) return std::nullopt;
+  return it->second(n);
+}
+
+void register_encoder(const core::type_descriptor* type, encode_fn f) {
+  encoder_registry& r = encoders();
+  std::unique_lock lock(r.mu);
+  r.by_type[type] = f;
+}
+
+}  // namespace detail
+
+// -- the public API ---------------------------------------------------------------------------
+
+namespace {
+
+namespace core = beamlet::detail;
+
+std::string host_name(bool long_names) {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  std::string h(buf);
+  if (!long_names) h = h.substr(0, h.find('.'));
+  return h;
+}
+
+expected<std::string, std::string> default_cookie() {
+  const char* home = std::getenv("HOME");
+  if (home == nullptr) return unexpected(std::string("no cookie given and no $HOME"));
+  const std::string path = std::string(home) + "/.erlang.cookie";
+  std::ifstream in(path);
+  std::string c;
+  if (in && std::getline(in, c) && !c.empty()) return c;
+  // As erl does: make one, readable by the owner only.
+  std::random_device rd;
+  for (int i = 0; i < 20; ++i) c.push_back(static_cast<char>('A' + rd() % 26));
+  std::ofstream out(path);
+  if (!out) return unexpected("cannot create " + path);
+  out << c;
+  out.close();
+  ::chmod(path.c_str(), 0400);
+  return c;
+}
+
+bool valid_alive(std::string_view a) {
+  if (a.empty() || a.size() > 255) return false;
+  for (char ch : a)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-')) return false;
+  return true;
+}
+
+}  // namespace
+
+expected<node_info, std::string> start(runtime& rt, node_options opts) {
+  auto& st = extension<detail::node_state>(rt);
+  if (st.running()) return unexpected(std::string("distribution is already started"));
+  std::string name = opts.name;
+  if (name.find('@') == std::string::npos) name += "@" + host_name(opts.long_names);
+  const auto at = name.find('@');
+  if (!valid_alive(name.substr(0, at)) || at + 1 >= name.size())
+    return unexpected("not a node name: '" + opts.name + "'");
+  const bool has_dot = name.find('.', at) != std::string::npos;
+  if (opts.long_names != has_dot && name.substr(at + 1) != "localhost")
+    return unexpected("'" + name + "' is not a " + (opts.long_names ? "long" : "short") + " name");
+  if (opts.cookie.empty()) {
+    auto c = default_cookie();
+    if (!c) return unexpected(c.error());
+    opts.cookie = *c;
+  }
+  if (!opts.use_epmd && opts.port == 0)
+    return unexpected(std::string("without epmd a fixed listen port is needed"));
+  if (opts.net_ticktime.count() <= 0 || opts.handshake_timeout.count() <= 0)
+    return unexpected(std::string("net_ticktime and handshake_timeout must be positive"));
+  net::listen_options lo;
+  lo.address = opts.listen_address;
+  lo.port = opts.port;
+  auto l = net::listen(rt, lo);
+  if (!l)
+    return unexpected("listen on port " + std::to_string(opts.port) + ": " + l.error().message());
+  st.opts = opts;
+  st.cookie = opts.cookie;
+  st.port = l->port();
+  st.self.name = name;
+  st.listener = *l;
+  mailbox me(rt);
+  detail::node_state* sp = &st;
+  const pid starter = me.self();
+  net::tcp_listener listener = *l;
+  st.kernel = me.spawn([sp, listener, starter](process& p) {
+    return detail::kernel_body(p, *sp, listener, starter);
+  });
+  auto ready =
+      me.receive(on<detail::kernel_ready>(), after(opts.connect_timeout + std::chrono::seconds(5)));
+  if (!ready || ready.get<detail::kernel_ready>().creation == 0) {
+    l->close();
+    return unexpected(ready ? ready.get<detail::kernel_ready>().error
+                            : std::string("epmd registration timed out"));
+  }
+  st.self.creation = ready.get<detail::kernel_ready>().creation;
+  core::set_remote_hooks(rt.core(), &st);
+  st.set_running(true);
+  me.send(st.kernel, detail::kernel_go{});
+  return node_info{st.self.name, st.self.creation, st.port};
+}
+
+bool stop(runtime& rt) {
+  auto& st = extension<detail::node_state>(rt);
+  if (!st.running()) return false;
+  st.set_running(false);
+  st.listener.close();
+  std::vector<pid> conns;
+  {
+    std::shared_lock lock(st.mu);
+    for (const auto& [name, e] : st.conns)
+      core::send_node(rt.core(), e.process, core::make_message(detail::conn_stop{"node stopped"}));
+  }
+  // Wait for the connections to close (each answers its links and monitors with noconnection).
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::shared_lock lock(st.mu);
+      if (st.conns.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (int i = 0; i < 500 && rt.is_alive(st.kernel); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return true;
+}
+
+std::optional<node_info> self(runtime& rt) {
+  auto& st = extension<detail::node_state>(rt);
+  if (!st.running()) return std::nullopt;
+  return node_info{st.self.name, st.self.creation, st.port};
+}
+
+std::optional<node_info> self(basic_process& p) {
+  auto& st = extension<detail::node_state>(p);
+  if (!st.running()) return std::nullopt;
+  return node_info{st.self.name, st.self.creation, st.port};
+}
+
+std::vector<std::string> nodes(runtime& rt) {
+  auto& st = extension<detail::node_state>(rt);
+  std::vector<std::string> out;
+  std::shared_lock lock(st.mu);
+  for (const auto& [name, e] : st.conns)
+    if (e.established) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+task<bool> connect_node(process& self, std::string node) {
+  auto& st = extension<detail::node_state>(self);
+  {
+    std::unique_lock lock(st.mu);
+    if (auto it = st.conns.find(node); it != st.conns.end() && it->second.established)
+      co_return true;
+    st.all_nodes_watchers.push_back(self.self());
+    if (!st.ensure_connection_locked(node)) {
+      std::erase(st.all_nodes_watchers, self.self());
+      co_return false;
+    }
+  }
+  const auto mine = [&node](const nodeup& u) { return u.node == node; };
+  const auto gone = [&node](const nodedown& d) { return d.node == node; };
+  const auto limit = st.opts.connect_timeout + st.opts.handshake_timeout;
+  auto m = co_await self.receive(on<nodeup>().when(mine), on<nodedown>().when(gone), after(limit));
+  std::unique_lock lock(st.mu);
+  std::erase(st.all_nodes_watchers, self.self());
+  co_return m&& m.is<nodeup>();
+}
+
+bool disconnect_node(runtime& rt, std::string_view node) {
+  auto& st = extension<detail::node_state>(rt);
+  std::shared_lock lock(st.mu);
+  auto it = st.conns.find(std::string(node));
+  if (it == st.conns.end()) return false;
+  core::send_node(rt.core(), it->second.process,
+                  core::make_message(detail::conn_stop{"disconnect_node"}));
+  return true;
+}
+
+void monitor_node(basic_process& self, std::string_view node, bool on) {
+  auto& st = extension<detail::node_state>(self);
+  const std::string n(node);
+  std::unique_lock lock(st.mu);
+  if (!on) {
+    auto it = std::find(st.node_watchers.begin(), st.node_watchers.end(),
+                        std::pair<pid, std::string>{self.self(), n});
+    if (it != st.node_watchers.end()) st.node_watchers.erase(it);
+    return;
+  }
+  if (!st.ensure_connection_locked(n)) {
+    self.send(self.self(), nodedown{n});
+    return;
+  }
+  st.node_watchers.emplace_back(self.self(), n);
+}
+
+void monitor_nodes(basic_process& self, bool on) {
+  auto& st = extension<detail::node_state>(self);
+  std::unique_lock lock(st.mu);
+  if (on)
+    st.all_nodes_watchers.push_back(self.self());
+  else
+    std::erase(st.all_nodes_watchers, self.self());
+}
+
+std::string node_name(runtime& rt, pid p) {
+  if (p.is_remote()) {
+    auto n = node_of(p);
+    return n ? n->name : std::string();
+  }
+  auto& st = extension<detail::node_state>(rt);
+  return st.running() ? st.self.name : std::string("nonode@nohost");
+}
+
+}  // namespace dist
+BEAMLET_END_NAMESPACE

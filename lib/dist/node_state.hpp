@@ -1,0 +1,144 @@
+// A runtime's node: its identity, its connections (one process per peer node), and the core's
+// remote hooks, which turn what a local process does to a remote pid into a command for the
+// connection to that pid's node.
+//
+// Locking: `mu` guards the connection table. Hooks hold it shared while they send their command,
+// and a connection that ends takes it exclusively to remove itself before it answers the commands
+// left in its mailbox, so no command can reach a connection after that last look (OTP's
+// guarantee that a link or monitor across a lost connection always gets noconnection).
+#pragma once
+
+#include <beamlet/config.hpp>
+
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <beamlet/detail/remote.hpp>
+#include <beamlet/dist/node.hpp>
+#include <beamlet/extension.hpp>
+#include <beamlet/log_event.hpp>
+#include <beamlet/net/tcp.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist::detail {
+
+/// What a hook asks of a connection, made on the acting process's thread.
+struct out_command {
+  enum class kind : std::uint8_t {
+    packet,     ///< `bytes` is a ready data packet (send, reg_send, exit2)
+    link,       ///< packet, and record the link (local, remote)
+    unlink,     ///< packet, and forget the link
+    link_exit,  ///< packet (EXIT): local ended, and the link is gone
+    monitor,    ///< packet, and record local's monitor `ref` of remote
+    demonitor,  ///< packet, and forget the monitor
+    down,       ///< local target ended: answer remote watcher's monitor `ref` (no bytes)
+  };
+  kind what = kind::packet;
+  pid local;
+  pid remote;
+  std::uint64_t ref = 0;
+  std::string name;  ///< a monitor by name: the name
+  exit_reason reason;
+  std::string bytes;
+};
+
+/// Sent to a connection by whoever wants it to end (disconnect_node, stop, a replacement).
+struct conn_stop {
+  std::string why;
+};
+
+/// A socket accepted for a connection already being made: the simultaneous-connect case, in
+/// which the node with the smaller name takes the peer's connection instead of its own.
+struct adopt_socket {
+  net::tcp_socket socket;
+  std::uint64_t flags = 0;
+  std::uint32_t creation = 0;
+};
+
+struct conn_entry {
+  pid process;
+  bool established = false;
+  std::uint32_t peer_creation = 0;
+};
+
+class node_state final : public runtime_extension, public beamlet::detail::remote_hooks {
+ public:
+  void attached(beamlet::detail::runtime_core& rt) override { rt_ = &rt; }
+  void stopping() noexcept override;
+
+  beamlet::detail::runtime_core& rt() const { return *rt_; }
+  bool running() const { return running_.load(std::memory_order_acquire); }
+
+  // Set by start() before running_ (then read-only until stop).
+  node_options opts;
+  node_incarnation self;
+  std::string cookie;
+  std::uint16_t port = 0;
+  pid kernel;
+  net::tcp_listener listener;
+
+  void set_running(bool on) { running_.store(on, std::memory_order_release); }
+
+  // -- connections --------------------------------------------------------------------------
+  std::shared_mutex mu;
+  std::unordered_map<std::string, conn_entry> conns;  ///< by peer node name
+  /// The connection for `node`, made (as an initiator) if there is none. Caller holds `mu`
+  /// exclusively. Null pid when not running.
+  pid ensure_connection_locked(const std::string& node);
+  /// Sends `cmd` to the connection for `node`, making one if needed.
+  bool post(const std::string& node, out_command&& cmd);
+  void post_stop(const std::string& node, std::string why);
+
+  // -- node monitors (guarded by mu) ---------------------------------------------------------
+  std::vector<std::pair<pid, std::string>> node_watchers;  ///< monitor_node
+  std::vector<pid> all_nodes_watchers;                     ///< monitor_nodes
+  void node_event(const std::string& node, bool up);
+
+  // -- remote_hooks --------------------------------------------------------------------------
+  bool send(pid to, beamlet::detail::message_node* n) noexcept override;
+  void send_named(pid from, std::string_view name, std::string_view node,
+                  beamlet::detail::message_node* n) noexcept override;
+  bool link(pid from, pid to) noexcept override;
+  void unlink(pid from, pid to) noexcept override;
+  bool exit(pid from, pid to, const exit_reason& reason, bool via_link) noexcept override;
+  bool monitor(pid watcher, pid target, std::uint64_t ref) noexcept override;
+  pid monitor_named(pid watcher, std::string_view name, std::string_view node,
+                    std::uint64_t ref) noexcept override;
+  void demonitor(pid watcher, pid target, std::uint64_t ref) noexcept override;
+  void down(pid watcher, pid target, std::uint64_t ref,
+            const exit_reason& reason) noexcept override;
+
+  /// Logs a distribution event (an error or a notice) through the runtime's logger.
+  void log(log_level level, std::string message) const noexcept;
+
+ private:
+  bool packet_to(pid to, out_command::kind what, pid local, const term& control,
+                 const term* message, std::uint64_t ref = 0);
+
+  beamlet::detail::runtime_core* rt_ = nullptr;
+  std::atomic<bool> running_{false};
+};
+
+/// The message payload of `n` as a term, if its type is registered (register_message).
+std::optional<term> message_term(beamlet::detail::message_node* n);
+
+/// The body of a connection process: as the initiator toward `peer`, or (with an empty peer)
+/// as the acceptor of the socket the kernel sends it.
+task<> connection_body(process& self, node_state& node, std::string peer);
+/// The body of the net kernel: publishes the node, accepts connections.
+task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, pid starter);
+
+/// What the kernel tells start() once the node is published (creation 0 and `error` set on
+/// failure); start() answers with kernel_go.
+struct kernel_ready {
+  std::uint32_t creation = 0;
+  std::string error;
+};
+struct kernel_go {};
+
+}  // namespace dist::detail
+BEAMLET_END_NAMESPACE

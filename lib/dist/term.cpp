@@ -1,0 +1,358 @@
+// The term value type: construction, access, comparison, and Erlang's printed form.
+#include <beamlet/dist/term.hpp>
+
+#include <charconv>
+#include <cstdio>
+#include <ostream>
+#include <stdexcept>
+
+#include "bignum_text.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist {
+
+term::term(dist::bignum b) {
+  while (!b.magnitude.empty() && b.magnitude.back() == 0) b.magnitude.pop_back();
+  // A bignum that fits is an integer: one value, one representation (== relies on it).
+  if (b.magnitude.size() <= 8) {
+    std::uint64_t m = 0;
+    for (std::size_t i = b.magnitude.size(); i-- > 0;) m = (m << 8) | b.magnitude[i];
+    if (!b.negative && m <= static_cast<std::uint64_t>(INT64_MAX)) {
+      v_ = static_cast<std::int64_t>(m);
+      return;
+    }
+    if (b.negative && m <= static_cast<std::uint64_t>(INT64_MAX) + 1) {
+      v_ = static_cast<std::int64_t>(0 - m);
+      return;
+    }
+  }
+  if (b.magnitude.empty()) b.negative = false;
+  v_ = std::move(b);
+}
+
+term term::make_tuple(term_list items) {
+  term t;
+  t.v_ = tuple_data{std::move(items)};
+  return t;
+}
+
+term term::make_list(term_list items) {
+  term t;
+  t.v_ = list_data{std::move(items), {}};
+  return t;
+}
+
+term term::make_improper_list(term_list items, term tail) {
+  if (tail.is_list()) {  // [a | [b, c]] is [a, b, c]
+    auto& l = std::get<list_data>(tail.v_);
+    items.insert(items.end(), std::make_move_iterator(l.items.begin()),
+                 std::make_move_iterator(l.items.end()));
+    term t;
+    t.v_ = list_data{std::move(items), std::move(l.tail)};
+    return t;
+  }
+  if (items.empty()) return tail;
+  term t;
+  list_data d{std::move(items), {}};
+  d.tail.push_back(std::move(tail));
+  t.v_ = std::move(d);
+  return t;
+}
+
+term term::make_charlist(std::string_view s) {
+  term_list items;
+  items.reserve(s.size());
+  for (unsigned char c : s) items.emplace_back(static_cast<std::int64_t>(c));
+  return make_list(std::move(items));
+}
+
+term term::make_map(std::vector<std::pair<term, term>> entries) {
+  term t;
+  t.v_ = map_data{std::move(entries)};
+  return t;
+}
+
+term::type term::which() const noexcept {
+  switch (v_.index()) {
+    case 0:
+      return type::list;
+    case 1:
+      return type::atom;
+    case 2:
+      return type::integer;
+    case 3:
+      return type::bignum;
+    case 4:
+      return type::floating;
+    case 5:
+      return type::binary;
+    case 6:
+      return type::tuple;
+    case 7:
+      return type::map;
+    case 8:
+      return type::pid;
+    case 9:
+      return type::reference;
+    case 10:
+      return type::port;
+    default:
+      return type::fun;
+  }
+}
+
+bool term::is_atom(std::string_view name) const noexcept {
+  const auto* a = std::get_if<dist::atom>(&v_);
+  return a != nullptr && a->name == name;
+}
+
+bool term::is_nil() const noexcept {
+  const auto* l = std::get_if<list_data>(&v_);
+  return l != nullptr && l->items.empty() && l->tail.empty();
+}
+
+const term_list& term::elements() const {
+  if (const auto* t = std::get_if<tuple_data>(&v_)) return t->items;
+  return std::get<list_data>(v_).items;
+}
+
+term_list& term::elements() {
+  if (auto* t = std::get_if<tuple_data>(&v_)) return t->items;
+  return std::get<list_data>(v_).items;
+}
+
+const term* term::tail() const noexcept {
+  const auto* l = std::get_if<list_data>(&v_);
+  return l != nullptr && !l->tail.empty() ? &l->tail.front() : nullptr;
+}
+
+const std::vector<std::pair<term, term>>& term::map_entries() const {
+  return std::get<map_data>(v_).entries;
+}
+
+const term& term::operator[](std::size_t i) const {
+  const term_list& e = elements();
+  if (i >= e.size()) throw std::out_of_range("beamlet::dist::term: element index out of range");
+  return e[i];
+}
+
+std::size_t term::size() const {
+  if (const auto* t = std::get_if<tuple_data>(&v_)) return t->items.size();
+  if (const auto* l = std::get_if<list_data>(&v_)) return l->items.size();
+  if (const auto* m = std::get_if<map_data>(&v_)) return m->entries.size();
+  return 0;
+}
+
+const term* term::find(const term& key) const {
+  const auto* m = std::get_if<map_data>(&v_);
+  if (m == nullptr) return nullptr;
+  for (const auto& [k, v] : m->entries)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+bool operator==(const term& a, const term& b) {
+  return a.v_ == b.v_;
+}
+
+std::optional<std::string> term_traits<std::string>::from_term(const term& t) {
+  if (t.is_binary()) {
+    if (t.bin().last_bits != 8) return std::nullopt;
+    return t.bin().bytes;
+  }
+  if (!t.is_list() || t.tail() != nullptr) return std::nullopt;
+  std::string out;
+  out.reserve(t.size());
+  for (const term& e : t.elements()) {
+    if (!e.is_integer() || e.integer() < 0 || e.integer() > 255) return std::nullopt;
+    out.push_back(static_cast<char>(e.integer()));
+  }
+  return out;
+}
+
+// -- printing ---------------------------------------------------------------------------------
+
+namespace {
+
+bool bare_atom(std::string_view s) {
+  if (s.empty() || s[0] < 'a' || s[0] > 'z') return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '@';
+    if (!ok) return false;
+  }
+  static constexpr std::string_view reserved[] = {
+      "after", "and",    "andalso", "band", "begin", "bnot", "bor", "bsl",   "bsr", "bxor",
+      "case",  "catch",  "cond",    "div",  "end",   "fun",  "if",  "let",   "not", "of",
+      "or",    "orelse", "receive", "rem",  "try",   "when", "xor", "maybe", "else"};
+  for (std::string_view r : reserved)
+    if (s == r) return false;
+  return true;
+}
+
+void quoted(std::string& out, std::string_view s, char q) {
+  out.push_back(q);
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (c == static_cast<unsigned char>(q)) {
+          out.push_back('\\');
+          out.push_back(static_cast<char>(c));
+        } else if (c < 32 || c == 127) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\%03o", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out.push_back(q);
+}
+
+bool printable_text(std::string_view s) {
+  for (unsigned char c : s)
+    if ((c < 32 && c != '\n' && c != '\t') || c == 127) return false;
+  return true;
+}
+
+void print_float(std::string& out, double d) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, r.ptr);
+  const auto e = s.find('e');
+  std::string mant = e == std::string::npos ? s : s.substr(0, e);
+  std::string exp = e == std::string::npos ? "" : s.substr(e + 1);
+  if (mant.find('.') == std::string::npos && mant.find_first_of("ni") == std::string::npos)
+    mant += ".0";
+  if (!exp.empty() && exp[0] == '+') exp.erase(0, 1);
+  out += mant;
+  if (!exp.empty()) out += "e" + exp;
+}
+
+void print(std::string& out, const term& t);
+
+void print_elements(std::string& out, const term_list& items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    print(out, items[i]);
+  }
+}
+
+void print(std::string& out, const term& t) {
+  switch (t.which()) {
+    case term::type::atom:
+      if (bare_atom(t.atom_name()))
+        out += t.atom_name();
+      else
+        quoted(out, t.atom_name(), '\'');
+      return;
+    case term::type::integer:
+      out += std::to_string(t.integer());
+      return;
+    case term::type::bignum:
+      out += detail::bignum_to_decimal(t.big());
+      return;
+    case term::type::floating:
+      print_float(out, t.floating());
+      return;
+    case term::type::binary: {
+      const binary& b = t.bin();
+      out += "<<";
+      const std::size_t whole = b.last_bits == 8 ? b.bytes.size() : b.bytes.size() - 1;
+      const std::string_view body(b.bytes.data(), whole);
+      if (b.last_bits == 8 && !body.empty() && printable_text(body)) {
+        quoted(out, body, '"');
+      } else {
+        for (std::size_t i = 0; i < whole; ++i) {
+          if (i != 0) out.push_back(',');
+          out += std::to_string(static_cast<unsigned char>(b.bytes[i]));
+        }
+        if (b.last_bits != 8) {
+          if (whole != 0) out.push_back(',');
+          const unsigned v = static_cast<unsigned char>(b.bytes.back()) >> (8 - b.last_bits);
+          out += std::to_string(v) + ":" + std::to_string(b.last_bits);
+        }
+      }
+      out += ">>";
+      return;
+    }
+    case term::type::list: {
+      const term_list& items = t.elements();
+      bool text = !items.empty() && t.tail() == nullptr;
+      for (const term& e : items)
+        text = text && e.is_integer() && e.integer() >= 32 && e.integer() < 127;
+      if (text) {
+        std::string s;
+        for (const term& e : items) s.push_back(static_cast<char>(e.integer()));
+        quoted(out, s, '"');
+        return;
+      }
+      out.push_back('[');
+      print_elements(out, items);
+      if (const term* tl = t.tail()) {
+        out.push_back('|');
+        print(out, *tl);
+      }
+      out.push_back(']');
+      return;
+    }
+    case term::type::tuple:
+      out.push_back('{');
+      print_elements(out, t.elements());
+      out.push_back('}');
+      return;
+    case term::type::map: {
+      out += "#{";
+      bool first = true;
+      for (const auto& [k, v] : t.map_entries()) {
+        if (!first) out.push_back(',');
+        first = false;
+        print(out, k);
+        out += " => ";
+        print(out, v);
+      }
+      out.push_back('}');
+      return;
+    }
+    case term::type::pid:
+      out += t.pid().to_string();
+      return;
+    case term::type::reference: {
+      out += "#Ref<" + t.ref().node;
+      for (std::uint32_t w : t.ref().words) out += "." + std::to_string(w);
+      out.push_back('>');
+      return;
+    }
+    case term::type::port:
+      out += "#Port<" + t.port().node + "." + std::to_string(t.port().id) + ">";
+      return;
+    case term::type::fun:
+      out += "#Fun<" + std::to_string(t.fun().encoded.size()) + " bytes>";
+      return;
+  }
+}
+
+}  // namespace
+
+std::string term::to_string() const {
+  std::string out;
+  print(out, *this);
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const term& t) {
+  return os << t.to_string();
+}
+
+}  // namespace dist
+BEAMLET_END_NAMESPACE

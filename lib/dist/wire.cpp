@@ -1,0 +1,107 @@
+#include "wire.hpp"
+
+#include "md5.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist::detail {
+
+void put16(std::string& out, std::uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
+}
+void put32(std::string& out, std::uint32_t v) {
+  put16(out, static_cast<std::uint16_t>(v >> 16));
+  put16(out, static_cast<std::uint16_t>(v));
+}
+void put64(std::string& out, std::uint64_t v) {
+  put32(out, static_cast<std::uint32_t>(v >> 32));
+  put32(out, static_cast<std::uint32_t>(v));
+}
+std::uint16_t get16(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<std::uint16_t>((b[0] << 8) | b[1]);
+}
+std::uint32_t get32(const char* p) {
+  return (std::uint32_t{get16(p)} << 16) | get16(p + 2);
+}
+std::uint64_t get64(const char* p) {
+  return (std::uint64_t{get32(p)} << 32) | get32(p + 4);
+}
+
+std::string frame2(std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + 2);
+  put16(out, static_cast<std::uint16_t>(body.size()));
+  out.append(body);
+  return out;
+}
+
+std::string name_packet(std::uint64_t flags, std::uint32_t creation, std::string_view name) {
+  std::string b = "N";
+  put64(b, flags);
+  put32(b, creation);
+  put16(b, static_cast<std::uint16_t>(name.size()));
+  b.append(name);
+  return frame2(b);
+}
+
+std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::uint32_t creation,
+                             std::string_view name) {
+  std::string b = "N";
+  put64(b, flags);
+  put32(b, challenge);
+  put32(b, creation);
+  put16(b, static_cast<std::uint16_t>(name.size()));
+  b.append(name);
+  return frame2(b);
+}
+
+std::string digest(std::string_view cookie, std::uint32_t challenge) {
+  std::string text(cookie);
+  text += std::to_string(challenge);
+  const auto d = md5(text);
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+std::size_t begin_packet(std::string& out, const term& control, const node_incarnation& self) {
+  const std::size_t start = out.size();
+  out.append(4, '\0');
+  out.push_back('p');
+  if (!encode(control, out, &self, true)) {
+    out.resize(start);
+    return std::string::npos;
+  }
+  return start;
+}
+
+bool add_message(std::string& out, const term& message, const node_incarnation& self) {
+  return static_cast<bool>(encode(message, out, &self, true));
+}
+
+void end_packet(std::string& out, std::size_t start) {
+  const auto len = static_cast<std::uint32_t>(out.size() - start - 4);
+  out[start] = static_cast<char>(len >> 24);
+  out[start + 1] = static_cast<char>(len >> 16);
+  out[start + 2] = static_cast<char>(len >> 8);
+  out[start + 3] = static_cast<char>(len);
+}
+
+term ref_term(std::uint64_t ref, const node_incarnation& self) {
+  reference r;
+  r.node = self.name;
+  r.creation = self.creation;
+  // OTP keeps the first word to 18 bits; the 64-bit ref goes into the next two.
+  r.words = {0, static_cast<std::uint32_t>(ref), static_cast<std::uint32_t>(ref >> 32)};
+  return term(std::move(r));
+}
+
+std::uint64_t ref_of(const term& t, const node_incarnation& self) {
+  if (t.which() != term::type::reference) return 0;
+  const reference& r = t.ref();
+  if (r.node != self.name || r.creation != self.creation || r.words.size() != 3 || r.words[0] != 0)
+    return 0;
+  return (std::uint64_t{r.words[2]} << 32) | r.words[1];
+}
+
+}  // namespace dist::detail
+BEAMLET_END_NAMESPACE

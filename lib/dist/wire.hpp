@@ -1,0 +1,100 @@
+// The distribution protocol's bytes: capability flags, the handshake's packets, and the data
+// packets of the connected phase (4-byte length, 'p', the control tuple and the message, each an
+// external term). Building only; reading happens in the connection.
+#pragma once
+
+#include <beamlet/config.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <beamlet/dist/etf.hpp>
+#include <beamlet/dist/term.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist::detail {
+
+// Distribution capability flags (OTP's DFLAG_*), only those this node speaks.
+namespace flag {
+inline constexpr std::uint64_t extended_references = 0x4;
+inline constexpr std::uint64_t dist_monitor = 0x8;
+inline constexpr std::uint64_t fun_tags = 0x10;
+inline constexpr std::uint64_t dist_monitor_name = 0x20;
+inline constexpr std::uint64_t new_fun_tags = 0x80;
+inline constexpr std::uint64_t extended_pids_ports = 0x100;
+inline constexpr std::uint64_t export_ptr_tag = 0x200;
+inline constexpr std::uint64_t bit_binaries = 0x400;
+inline constexpr std::uint64_t new_floats = 0x800;
+inline constexpr std::uint64_t small_atom_tags = 0x4000;
+inline constexpr std::uint64_t utf8_atoms = 0x10000;
+inline constexpr std::uint64_t map_tag = 0x20000;
+inline constexpr std::uint64_t big_creation = 0x40000;
+inline constexpr std::uint64_t handshake_23 = 0x1000000;
+inline constexpr std::uint64_t v4_nc = std::uint64_t{1} << 34;
+inline constexpr std::uint64_t unlink_id = std::uint64_t{1} << 35;
+inline constexpr std::uint64_t mandatory_25_digest = std::uint64_t{1} << 36;
+/// What OTP 25 requires of a peer; a peer lacking any of these is refused.
+inline constexpr std::uint64_t required =
+    extended_references | fun_tags | new_fun_tags | extended_pids_ports | export_ptr_tag |
+    bit_binaries | new_floats | utf8_atoms | map_tag | big_creation | handshake_23;
+/// What this node advertises: the required set, the monitor flags without which an Erlang
+/// node reduces monitors of our processes to nothing, and the newer link and reference forms.
+/// Not PUBLISHED (a hidden node), no atom cache, no fragments, no aliases, no spawn.
+inline constexpr std::uint64_t ours = required | dist_monitor | dist_monitor_name |
+                                      small_atom_tags | v4_nc | unlink_id | mandatory_25_digest;
+}  // namespace flag
+
+// Control message operations (the first element of the control tuple).
+namespace ctl {
+inline constexpr int link = 1;
+inline constexpr int send = 2;
+inline constexpr int exit = 3;
+inline constexpr int unlink = 4;
+inline constexpr int reg_send = 6;
+inline constexpr int exit2 = 8;
+inline constexpr int send_tt = 12;
+inline constexpr int exit_tt = 13;
+inline constexpr int reg_send_tt = 16;
+inline constexpr int exit2_tt = 18;
+inline constexpr int monitor_p = 19;
+inline constexpr int demonitor_p = 20;
+inline constexpr int monitor_p_exit = 21;
+inline constexpr int send_sender = 22;
+inline constexpr int unlink_id = 35;
+inline constexpr int unlink_id_ack = 36;
+}  // namespace ctl
+
+void put16(std::string& out, std::uint16_t v);
+void put32(std::string& out, std::uint32_t v);
+void put64(std::string& out, std::uint64_t v);
+std::uint16_t get16(const char* p);
+std::uint32_t get32(const char* p);
+std::uint64_t get64(const char* p);
+
+/// `body` with its 2-byte length in front (handshake packets).
+std::string frame2(std::string_view body);
+
+/// The handshake's name packet ('N'), sent by the initiator.
+std::string name_packet(std::uint64_t flags, std::uint32_t creation, std::string_view name);
+/// The acceptor's challenge ('N' with a challenge).
+std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::uint32_t creation,
+                             std::string_view name);
+/// MD5(cookie ++ decimal(challenge)), the proof of knowing the cookie.
+std::string digest(std::string_view cookie, std::uint32_t challenge);
+
+/// Starts a data packet: the 4-byte length (patched by end_packet), 'p', the control tuple.
+/// Returns where the packet starts in `out`.
+std::size_t begin_packet(std::string& out, const term& control, const node_incarnation& self);
+/// Appends the message, when there is one.
+bool add_message(std::string& out, const term& message, const node_incarnation& self);
+/// Writes the length of the packet that starts at `start`.
+void end_packet(std::string& out, std::size_t start);
+
+/// A local ref as a reference term of this node (three words, as OTP makes them).
+term ref_term(std::uint64_t ref, const node_incarnation& self);
+/// The local ref a reference term of this node carries back (0 if it is not one of ours).
+std::uint64_t ref_of(const term& t, const node_incarnation& self);
+
+}  // namespace dist::detail
+BEAMLET_END_NAMESPACE
