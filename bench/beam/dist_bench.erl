@@ -1,0 +1,85 @@
+%% The BEAM side of scripts/bench-dist: the same sink and pong as bench/dist's
+%% `dist_bench serve`, and the same driver as `dist_bench run`, for BEAM<->BEAM and
+%% beamlet<->BEAM pairs.
+%%
+%%   erl -pa DIR -noshell -name N -setcookie C -s dist_bench serve
+%%   erl -pa DIR -noshell -name N -setcookie C -s dist_bench run Peer Messages Sizes RoundTrips
+-module(dist_bench).
+-export([serve/0, run/1]).
+
+serve() ->
+    Pong = spawn(fun pong/0),
+    register(pong, Pong),
+    register(sink, spawn(fun() -> sink(0, Pong) end)),
+    io:format("ready ~s~n", [node()]),
+    %% Runs until stdin closes.
+    _ = io:get_line(""),
+    wait_eof().
+
+wait_eof() ->
+    case io:get_line("") of
+        eof -> halt();
+        _ -> wait_eof()
+    end.
+
+pong() ->
+    receive
+        {From, X} -> From ! X
+    end,
+    pong().
+
+sink(N, Pong) ->
+    receive
+        {done, From} when is_pid(From) ->
+            From ! {count, N, self(), Pong},
+            sink(0, Pong);
+        _ ->
+            sink(N + 1, Pong)
+    end.
+
+run([PeerA, MessagesA, SizesA, RoundTripsA]) ->
+    Peer = list_to_atom(atom_to_list(PeerA)),
+    Messages = list_to_integer(atom_to_list(MessagesA)),
+    Sizes = [list_to_integer(S) || S <- string:tokens(atom_to_list(SizesA), ",")],
+    RoundTrips = list_to_integer(atom_to_list(RoundTripsA)),
+    {Sink, Pong} = discover(Peer, 100),
+    [oneway(Sink, Messages, Size) || Size <- Sizes],
+    rtt(Pong, RoundTrips),
+    halt().
+
+discover(Peer, 0) ->
+    io:format(standard_error, "dist_bench: the sink on ~s does not answer~n", [Peer]),
+    halt(1);
+discover(Peer, N) ->
+    {sink, Peer} ! {done, self()},
+    receive
+        {count, _, Sink, Pong} -> {Sink, Pong}
+    after 300 -> discover(Peer, N - 1)
+    end.
+
+oneway(Sink, Messages, Size) ->
+    Msg = {m, binary:copy(<<"x">>, Size)},
+    T0 = erlang:monotonic_time(microsecond),
+    send_n(Sink, Msg, Messages),
+    Sink ! {done, self()},
+    Got = receive {count, C, _, _} -> C after 120000 -> -1 end,
+    Secs = (erlang:monotonic_time(microsecond) - T0) / 1.0e6,
+    io:format("{\"kind\":\"oneway\",\"size\":~b,\"messages\":~b,\"received\":~b,"
+              "\"seconds\":~.6f,\"per_second\":~b}~n",
+              [Size, Messages, Got, Secs, round(Got / Secs)]).
+
+send_n(_, _, 0) -> ok;
+send_n(To, Msg, N) -> To ! Msg, send_n(To, Msg, N - 1).
+
+rtt(Pong, K) ->
+    Times = lists:sort([trip(Pong) || _ <- lists:seq(1, K)]),
+    P50 = lists:nth(K div 2 + 1, Times),
+    P99 = lists:nth(K * 99 div 100 + 1, Times),
+    io:format("{\"kind\":\"rtt\",\"round_trips\":~b,\"p50_us\":~.1f,\"p99_us\":~.1f}~n",
+              [K, P50 / 1.0, P99 / 1.0]).
+
+trip(Pong) ->
+    T0 = erlang:monotonic_time(nanosecond),
+    Pong ! {self(), ping},
+    receive ping -> ok end,
+    (erlang:monotonic_time(nanosecond) - T0) / 1000.

@@ -1,0 +1,186 @@
+// Distribution over loopback (driven by scripts/bench-dist, which runs every pair in one go):
+//
+//   dist_bench serve <node> <cookie>
+//       A beamlet node with two registered processes: `sink` counts what it gets and answers
+//       {done, From} with {count, N, SinkPid, PongPid}; `pong` answers {From, X} with X.
+//       Prints "ready <node>".
+//       Runs until stdin closes.
+//   dist_bench run <node> <cookie> <peer-node> [--messages N] [--sizes 0,100,1000]
+//                  [--round-trips K]
+//       A beamlet node that drives the peer's sink and pong (a beamlet node or a BEAM one,
+//       bench/beam/dist_bench.erl): one-way throughput for each payload size (N messages
+//       {m, Payload} by pid, then {done, self()}, timed until the count comes back), then K
+//       sequential round trips. Prints one JSON object per measurement.
+#include <beamlet/dist.hpp>
+#include <beamlet/mailbox.hpp>
+#include <beamlet/runtime.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace beamlet;
+using dist::term;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+dist::node_options options(const char* name, const char* cookie) {
+  dist::node_options o;
+  o.name = name;
+  o.cookie = cookie;
+  o.long_names = std::string(name).find('.') != std::string::npos;
+  o.listen_address = "127.0.0.1";
+  return o;
+}
+
+int serve(runtime& rt) {
+  mailbox me(rt);
+  const pid pong = me.spawn([](process& self) -> task<> {
+    (void)self.register_name("pong");
+    for (;;) {
+      auto m = co_await self.receive(on<term>());
+      term& t = m.get<term>();
+      if (t.is_tuple() && t.size() == 2 && t[0].is_pid()) self.send(t[0].pid(), std::move(t[1]));
+    }
+  });
+  me.spawn([pong](process& self) -> task<> {
+    (void)self.register_name("sink");
+    std::int64_t n = 0;
+    for (;;) {
+      auto m = co_await self.receive(on<term>());
+      const term& t = m.get<term>();
+      if (t.is_tuple() && t.size() == 2 && t[0].is_atom("done") && t[1].is_pid()) {
+        self.send(t[1].pid(), term::make_tuple({term::make_atom("count"), term(n),
+                                                term(self.self()), term(pong)}));
+        n = 0;
+      } else {
+        ++n;
+      }
+    }
+  });
+  std::printf("ready %s\n", dist::self(rt)->name.c_str());
+  std::fflush(stdout);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+  return 0;
+}
+
+struct peer_pids {
+  pid sink, pong;
+};
+
+// The sink answers {done, From} with {count, N, SinkPid, PongPid}: the driver learns both pids
+// and then sends by pid, as a real client would after its first lookup.
+peer_pids discover(mailbox& me, const std::string& peer) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    me.send("sink", peer, term::make_tuple({term::make_atom("done"), term(me.self())}));
+    auto m = me.receive(on<term>().when([](const term& t) {
+      return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
+    }),
+                        after(std::chrono::milliseconds(300)));
+    if (m) return {m.get<term>()[2].pid(), m.get<term>()[3].pid()};
+  }
+  std::fprintf(stderr, "dist_bench: the sink on %s does not answer\n", peer.c_str());
+  std::exit(1);
+}
+
+int run(runtime& rt, const std::string& peer, long messages, const std::vector<int>& sizes,
+        long round_trips) {
+  mailbox me(rt);
+  const peer_pids to = discover(me, peer);
+  for (int size : sizes) {
+    const term msg =
+        term::make_tuple({term::make_atom("m"), term::make_binary(std::string(size, 'x'))});
+    const auto t0 = steady::now();
+    for (long i = 0; i < messages; ++i) me.send(to.sink, msg);
+    me.send(to.sink, term::make_tuple({term::make_atom("done"), term(me.self())}));
+    auto m = me.receive(on<term>().when([](const term& t) {
+      return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
+    }),
+                        after(std::chrono::seconds(120)));
+    const double secs = std::chrono::duration<double>(steady::now() - t0).count();
+    const long got = m ? static_cast<long>(m.get<term>()[1].integer()) : -1;
+    std::printf(
+        "{\"kind\":\"oneway\",\"size\":%d,\"messages\":%ld,\"received\":%ld,"
+        "\"seconds\":%.6f,\"per_second\":%.0f}\n",
+        size, messages, got, secs, got / secs);
+    std::fflush(stdout);
+  }
+  std::vector<double> us;
+  us.reserve(static_cast<std::size_t>(round_trips));
+  const term ping = term::make_tuple({term(me.self()), term::make_atom("ping")});
+  for (long i = 0; i < round_trips; ++i) {
+    const auto t0 = steady::now();
+    me.send(to.pong, ping);
+    auto m = me.receive(on<term>().when([](const term& t) { return t.is_atom("ping"); }),
+                        after(std::chrono::seconds(10)));
+    if (!m) {
+      std::fprintf(stderr, "dist_bench: a round trip got no answer\n");
+      return 1;
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(steady::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("{\"kind\":\"rtt\",\"round_trips\":%ld,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+              round_trips, us[us.size() / 2], us[us.size() * 99 / 100]);
+  return 0;
+}
+
+std::vector<int> parse_sizes(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4 || (std::string(argv[1]) == "run" && argc < 5)) {
+    std::fprintf(stderr,
+                 "usage: dist_bench serve <node> <cookie>\n"
+                 "       dist_bench run <node> <cookie> <peer-node> [--messages N] "
+                 "[--sizes 0,100,1000] [--round-trips K]\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  if (mode != "serve" && mode != "run") {
+    std::fprintf(stderr, "dist_bench: unknown mode '%s'\n", mode.c_str());
+    return 2;
+  }
+  runtime rt;
+  auto n = dist::start(rt, options(argv[2], argv[3]));
+  if (!n) {
+    std::fprintf(stderr, "dist_bench: %s\n", n.error().c_str());
+    return 1;
+  }
+  if (mode == "serve") return serve(rt);
+  long messages = 200000, round_trips = 20000;
+  std::vector<int> sizes{0, 100, 1000};
+  for (int i = 5; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--messages") {
+      messages = std::atol(argv[i + 1]);
+    } else if (flag == "--sizes") {
+      sizes = parse_sizes(argv[i + 1]);
+    } else if (flag == "--round-trips") {
+      round_trips = std::atol(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "dist_bench: unknown option '%s'\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (messages <= 0 || round_trips <= 0 || sizes.empty()) {
+    std::fprintf(stderr, "dist_bench: counts must be positive\n");
+    return 2;
+  }
+  return run(rt, argv[4], messages, sizes, round_trips);
+}

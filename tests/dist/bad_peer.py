@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""A misbehaving distribution peer, for the bad-input tests.
+
+Usage: bad_peer.py <port> <cookie> <scenario>
+
+Connects to a node on 127.0.0.1:<port>, misbehaves as <scenario> says, then waits for the node
+to close the connection. Exit status 0 when it did (within 10 s), 1 when it did not, 2 when the
+handshake itself went wrong in a way the scenario did not ask for.
+
+Handshake scenarios: silent (sends nothing), garbage (a malformed name packet), wrong_cookie
+(a challenge reply with a bad digest). After a good handshake: not_p (a packet without 'p'),
+bad_control (a control message that is not {Op, ...}), truncated (a term cut short),
+deep (nesting beyond the limit), huge (announces a 2 GiB packet and stops).
+"""
+import hashlib
+import os
+import socket
+import struct
+import sys
+import time
+
+REQUIRED = (0x4 | 0x10 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x20000 | 0x40000
+            | 0x1000000)
+FLAGS = REQUIRED | 0x8 | 0x20 | (1 << 34) | (1 << 35)
+
+
+def recv_exact(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def packet2(s):
+    (n,) = struct.unpack(">H", recv_exact(s, 2))
+    return recv_exact(s, n)
+
+
+def send2(s, body):
+    s.sendall(struct.pack(">H", len(body)) + body)
+
+
+def digest(cookie, challenge):
+    return hashlib.md5((cookie + str(challenge)).encode()).digest()
+
+
+def handshake(s, cookie, good_digest=True):
+    name = ("bad_%d@127.0.0.1" % os.getpid()).encode()
+    send2(s, b"N" + struct.pack(">QIH", FLAGS, 1, len(name)) + name)
+    status = packet2(s)
+    if not status.startswith(b"sok"):
+        sys.exit(2)
+    ch = packet2(s)
+    (challenge,) = struct.unpack(">I", ch[9:13])
+    mine = 12345
+    d = digest(cookie, challenge) if good_digest else b"\0" * 16
+    send2(s, b"r" + struct.pack(">I", mine) + d)
+    if not good_digest:
+        return
+    ack = packet2(s)
+    if ack[:1] != b"a" or ack[1:] != digest(cookie, mine):
+        sys.exit(2)
+
+
+def wait_closed(s):
+    s.settimeout(10)
+    try:
+        while True:
+            if not s.recv(65536):
+                return True
+    except (ConnectionResetError, EOFError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def main():
+    port, cookie, scenario = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    s = socket.create_connection(("127.0.0.1", port))
+    if scenario == "silent":
+        pass
+    elif scenario == "garbage":
+        send2(s, b"\xff" * 40)
+    elif scenario == "wrong_cookie":
+        handshake(s, cookie, good_digest=False)
+    else:
+        handshake(s, cookie)
+        if scenario == "not_p":
+            body = b"x\x83\x6a"
+        elif scenario == "bad_control":
+            body = b"p\x83\x6a"  # [] is a term, but not a control tuple
+        elif scenario == "truncated":
+            body = b"p\x83\x68\x03\x61\x01"
+        elif scenario == "deep":
+            body = b"p\x83" + b"\x68\x01" * 5000 + b"\x6a"
+        elif scenario == "huge":
+            s.sendall(struct.pack(">I", 0x7FFFFFFF) + b"p")
+            body = None
+        else:
+            sys.exit(2)
+        if body is not None:
+            s.sendall(struct.pack(">I", len(body)) + body)
+    sys.exit(0 if wait_closed(s) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+// Bad input from a peer: silent, malformed or lying handshakes, and malformed packets after a
+// good one. Each closes that connection and nothing else: the node keeps accepting and talking
+// to good peers, and no socket is left open. The misbehaving peer is tests/dist/bad_peer.py.
+#include <beamlet/dist.hpp>
+#include <beamlet/mailbox.hpp>
+#include <beamlet/net/tcp.hpp>
+#include <beamlet/runtime.hpp>
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "erl_node.hpp"
+#include "test_support.hpp"
+
+namespace beamlet::test {
+namespace {
+
+int bad_peer(std::uint16_t port, const std::string& scenario) {
+  const std::string cmd = std::string("python3 ") + BEAMLET_BAD_PEER + " " + std::to_string(port) +
+                          " " + test_cookie() + " " + scenario;
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
+  runtime rt;
+  dist::node_options o;
+  o.name = unique_node("faults");
+  o.long_names = true;
+  o.cookie = test_cookie();
+  o.listen_address = "127.0.0.1";
+  o.handshake_timeout = std::chrono::milliseconds(500);
+  auto n = dist::start(rt, o);
+  ASSERT_TRUE(n) << n.error();
+  const std::size_t baseline = net::open_sockets(rt);
+  for (const char* scenario :
+       {"silent", "garbage", "wrong_cookie", "not_p", "bad_control", "truncated", "deep", "huge"}) {
+    EXPECT_EQ(bad_peer(n->port, scenario), 0) << scenario << ": the connection stayed open";
+    EXPECT_TRUE(eventually([&] { return net::open_sockets(rt) == baseline; }))
+        << scenario << ": " << net::open_sockets(rt) << " sockets open, " << baseline << " before";
+  }
+  EXPECT_TRUE(dist::nodes(rt).empty());
+  // The node still works with a good peer.
+  beamlet_peer peer("faults_peer");
+  mailbox me(rt);
+  EXPECT_TRUE(peer.wait_up(me));
+}
+
+TEST(DistFaults, BadOptionsAreErrors) {
+  runtime rt;
+  dist::node_options o;
+  o.cookie = "c";
+  o.name = "bad name@127.0.0.1";
+  o.long_names = true;
+  EXPECT_FALSE(dist::start(rt, o));
+  o.name = "short@127.0.0.1";
+  o.long_names = false;  // a long name given as a short one
+  EXPECT_FALSE(dist::start(rt, o));
+  o.name = unique_node("opts");
+  o.long_names = true;
+  o.use_epmd = false;  // without epmd a fixed port is needed
+  EXPECT_FALSE(dist::start(rt, o));
+  o.use_epmd = true;
+  o.listen_address = "127.0.0.1";
+  auto ok = dist::start(rt, o);
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_FALSE(dist::start(rt, o));  // already started
+  EXPECT_TRUE(dist::stop(rt));
+  EXPECT_FALSE(dist::stop(rt));
+  // Without a node, remote operations behave as toward a dead process.
+  mailbox me(rt);
+  const ref m = me.monitor("anyone", "nowhere@127.0.0.1");
+  auto d = me.receive(on<down>(), after(std::chrono::seconds(5)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d.get<down>().ref, m);
+  EXPECT_EQ(d.get<down>().reason, exit_reason::error("noconnection"));
+}
+
+// A port nothing listens on now (bound, read, closed at once).
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  std::uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+TEST(DistFaults, WithoutEpmdOnFixedPorts) {
+  runtime a, b;
+  // Two free ports, then two nodes without epmd, each told where the other listens.
+  const std::uint16_t port_a = free_port(), port_b = free_port();
+  ASSERT_TRUE(port_a != 0 && port_b != 0 && port_a != port_b);
+  dist::node_options oa;
+  oa.name = unique_node("noepmd_a");
+  oa.long_names = true;
+  oa.cookie = test_cookie();
+  oa.listen_address = "127.0.0.1";
+  oa.use_epmd = false;
+  oa.port = port_a;
+  oa.peer_port = port_b;
+  dist::node_options ob = oa;
+  ob.name = unique_node("noepmd_b");
+  ob.port = port_b;
+  ob.peer_port = port_a;
+  auto na = dist::start(a, oa);
+  ASSERT_TRUE(na) << na.error();
+  auto nb = dist::start(b, ob);
+  ASSERT_TRUE(nb) << nb.error();
+  mailbox ma(a);
+  ASSERT_FALSE(ma.register_name("inbox"));
+  mailbox mb(b);
+  mb.send("inbox", na->name, dist::term(mb.self()));
+  auto m = ma.receive(on<dist::term>(), after(std::chrono::seconds(5)));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m.get<dist::term>().is_pid());
+  ma.send(m.get<dist::term>().pid(), dist::term::make_atom("back"));
+  auto back = mb.receive(on<dist::term>(), after(std::chrono::seconds(5)));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back.get<dist::term>().is_atom("back"));
+}
+
+}  // namespace
+}  // namespace beamlet::test
