@@ -44,7 +44,7 @@ class connection {
 
   task<bool> initiate();
   task<bool> accept(net::tcp_socket s);
-  task<> run();
+  task<std::string> run();
   task<> finish(const std::string& why);
 
  private:
@@ -344,49 +344,74 @@ void connection::lose_command(out_command& c, const exit_reason& why) {
     core::remote_down_in(node_.rt(), c.local, c.ref, c.remote, why, std::move(c.name));
 }
 
-task<> connection::run() {
+task<std::string> connection::run() {
   const node_options& o = node_.opts;
   const auto tick = std::max(o.net_ticktime / 4, std::chrono::milliseconds(1));
-  if (!net::set_active(self_, sock_, net::active_mode::once())) co_return;
+  // Reading is bounded: after `window` packets the socket pauses until we ask for more, so a
+  // peer that floods us is held back by TCP instead of growing our mailbox.
+  constexpr int window = 64;
+  if (!net::set_active(self_, sock_, net::active_mode::n(window))) co_return "socket gone";
   auto last_in = clock_type::now();
   auto last_out = last_in;
-  if (!rbuf_.empty() && !dispatch({})) co_return;
+  if (!rbuf_.empty() && !dispatch({})) co_return "a malformed packet";
   const net::socket_id sid = sock_.id();
+  bool stopping = false;
   for (;;) {
-    auto m = co_await self_.receive(on<out_command>(), on<net::tcp_data>(), on<net::tcp_closed>(),
-                                    on<net::tcp_error>(), on<conn_stop>(), on<exit_message>(),
-                                    after(tick));
+    auto m = co_await self_.receive(on<out_command>(), on<net::tcp_data>(), on<net::tcp_passive>(),
+                                    on<net::tcp_closed>(), on<net::tcp_error>(), on<conn_stop>(),
+                                    on<exit_message>(), after(tick));
     const auto now = clock_type::now();
     if (m.is<out_command>()) {
       apply(m.get<out_command>());
-      // Everything already queued goes out in the same write.
-      for (int i = 0; i < 4096 && wbuf_.size() < (256u << 10); ++i) {
-        auto more = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
-        if (!more) break;
-        apply(more.get<out_command>());
-      }
     } else if (m.is<net::tcp_data>()) {
       const auto& d = m.get<net::tcp_data>();
       if (d.socket != sid) continue;
       last_in = now;
-      if (!dispatch(d.data)) co_return;
-      if (!net::set_active(self_, sock_, net::active_mode::once())) co_return;
-    } else if (m.is<net::tcp_closed>() || m.is<net::tcp_error>()) {
-      co_return;
+      if (!dispatch(d.data)) co_return "a malformed packet";
+    } else if (m.is<net::tcp_passive>()) {
+      if (!net::set_active(self_, sock_, net::active_mode::n(window))) co_return "socket gone";
+    } else if (m.is<net::tcp_closed>()) {
+      co_return "the peer closed the connection";
+    } else if (m.is<net::tcp_error>()) {
+      co_return m.get<net::tcp_error>().error.message();
     } else if (m.is<conn_stop>()) {
-      co_return;
+      stopping = true;
+    }
+    // Everything already queued goes out in the same write (and, when stopping, before the
+    // close: what processes sent before the stop still reaches the peer).
+    for (int i = 0; i < 4096 && wbuf_.size() < (256u << 10); ++i) {
+      auto more = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
+      if (!more) break;
+      apply(more.get<out_command>());
     }
     if (now - last_in > o.net_ticktime) {
       node_.log(log_level::error,
                 "distribution: node '" + peer_ + "' not responding (net_tick_timeout)");
-      co_return;
+      co_return "net_tick_timeout";
     }
     if (wbuf_.empty() && now - last_out >= tick) wbuf_.append(4, '\0');  // a tick
     if (!wbuf_.empty()) {
       auto r = co_await net::send(self_, sock_, wbuf_);
       wbuf_.clear();
-      if (!r) co_return;
+      if (!r) co_return "send: " + r.error().message();
       last_out = clock_type::now();
+    }
+    if (stopping) {
+      for (;;) {
+        auto more = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
+        if (!more) break;
+        apply(more.get<out_command>());
+        if (wbuf_.size() >= (256u << 10)) {
+          auto r = co_await net::send(self_, sock_, wbuf_);
+          wbuf_.clear();
+          if (!r) break;
+        }
+      }
+      if (!wbuf_.empty()) {
+        auto r = co_await net::send(self_, sock_, wbuf_);
+        (void)r;
+      }
+      co_return m.get<conn_stop>().why;
     }
   }
 }
@@ -487,7 +512,7 @@ task<> connection_body(process& self, node_state& node, std::string peer) {
     } else {
       up = co_await c.initiate();
     }
-    if (up) co_await c.run();
+    if (up) why = co_await c.run();
   } catch (const std::exception& e) {
     why = e.what();
   }
