@@ -78,59 +78,77 @@ struct peer_pids {
 
 // The sink answers {done, From} with {count, N, SinkPid, PongPid}: the driver learns both pids
 // and then sends by pid, as a real client would after its first lookup.
-peer_pids discover(mailbox& me, const std::string& peer) {
+task<peer_pids> discover(process& self, std::string peer) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    me.send("sink", peer, term::make_tuple({term::make_atom("done"), term(me.self())}));
-    auto m = me.receive(on<term>().when([](const term& t) {
+    self.send("sink", peer, term::make_tuple({term::make_atom("done"), term(self.self())}));
+    const auto is_count = [](const term& t) {
       return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
-    }),
-                        after(std::chrono::milliseconds(300)));
-    if (m) return {m.get<term>()[2].pid(), m.get<term>()[3].pid()};
+    };
+    auto m = co_await self.receive(on<term>().when(is_count), after(std::chrono::milliseconds(300)));
+    if (m) co_return peer_pids{m.get<term>()[2].pid(), m.get<term>()[3].pid()};
   }
-  std::fprintf(stderr, "dist_bench: the sink on %s does not answer\n", peer.c_str());
-  std::exit(1);
+  co_return peer_pids{};
 }
 
-int run(runtime& rt, const std::string& peer, long messages, const std::vector<int>& sizes,
-        long round_trips) {
-  mailbox me(rt);
-  const peer_pids to = discover(me, peer);
-  for (int size : sizes) {
+struct settings {
+  std::string peer;
+  long messages;
+  std::vector<int> sizes;
+  long round_trips;
+};
+
+// The driver is a process, as on the BEAM side: its sends and receives are a process's.
+task<> driver(process& self, settings s, pid done) {
+  const peer_pids to = co_await discover(self, s.peer);
+  if (!to.sink) {
+    std::fprintf(stderr, "dist_bench: the sink on %s does not answer\n", s.peer.c_str());
+    self.send(done, 1);
+    co_return;
+  }
+  const auto is_count = [](const term& t) {
+    return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
+  };
+  for (int size : s.sizes) {
     const term msg =
         term::make_tuple({term::make_atom("m"), term::make_binary(std::string(size, 'x'))});
     const auto t0 = steady::now();
-    for (long i = 0; i < messages; ++i) me.send(to.sink, msg);
-    me.send(to.sink, term::make_tuple({term::make_atom("done"), term(me.self())}));
-    auto m = me.receive(on<term>().when([](const term& t) {
-      return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
-    }),
-                        after(std::chrono::seconds(120)));
+    for (long i = 0; i < s.messages; ++i) self.send(to.sink, msg);
+    self.send(to.sink, term::make_tuple({term::make_atom("done"), term(self.self())}));
+    auto m = co_await self.receive(on<term>().when(is_count), after(std::chrono::seconds(120)));
     const double secs = std::chrono::duration<double>(steady::now() - t0).count();
     const long got = m ? static_cast<long>(m.get<term>()[1].integer()) : -1;
-    std::printf(
-        "{\"kind\":\"oneway\",\"size\":%d,\"messages\":%ld,\"received\":%ld,"
-        "\"seconds\":%.6f,\"per_second\":%.0f}\n",
-        size, messages, got, secs, got / secs);
+    std::printf("{\"kind\":\"oneway\",\"size\":%d,\"messages\":%ld,\"received\":%ld,"
+                "\"seconds\":%.6f,\"per_second\":%.0f}\n",
+                size, s.messages, got, secs, got / secs);
     std::fflush(stdout);
   }
   std::vector<double> us;
-  us.reserve(static_cast<std::size_t>(round_trips));
-  const term ping = term::make_tuple({term(me.self()), term::make_atom("ping")});
-  for (long i = 0; i < round_trips; ++i) {
+  us.reserve(static_cast<std::size_t>(s.round_trips));
+  const term ping = term::make_tuple({term(self.self()), term::make_atom("ping")});
+  const auto is_ping = [](const term& t) { return t.is_atom("ping"); };
+  for (long i = 0; i < s.round_trips; ++i) {
     const auto t0 = steady::now();
-    me.send(to.pong, ping);
-    auto m = me.receive(on<term>().when([](const term& t) { return t.is_atom("ping"); }),
-                        after(std::chrono::seconds(10)));
+    self.send(to.pong, ping);
+    auto m = co_await self.receive(on<term>().when(is_ping), after(std::chrono::seconds(10)));
     if (!m) {
       std::fprintf(stderr, "dist_bench: a round trip got no answer\n");
-      return 1;
+      self.send(done, 1);
+      co_return;
     }
     us.push_back(std::chrono::duration<double, std::micro>(steady::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   std::printf("{\"kind\":\"rtt\",\"round_trips\":%ld,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-              round_trips, us[us.size() / 2], us[us.size() * 99 / 100]);
-  return 0;
+              s.round_trips, us[us.size() / 2], us[us.size() * 99 / 100]);
+  std::fflush(stdout);
+  self.send(done, 0);
+}
+
+int run(runtime& rt, settings s) {
+  mailbox me(rt);
+  me.spawn([s, done = me.self()](process& self) { return driver(self, s, done); });
+  auto rc = me.receive(on<int>(), after(std::chrono::minutes(10)));
+  return rc ? rc.get<int>() : 1;
 }
 
 std::vector<int> parse_sizes(const std::string& s) {
@@ -182,5 +200,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dist_bench: counts must be positive\n");
     return 2;
   }
-  return run(rt, argv[4], messages, sizes, round_trips);
+  return run(rt, settings{argv[4], messages, sizes, round_trips});
 }

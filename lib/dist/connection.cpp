@@ -57,7 +57,8 @@ class connection {
 
   // -- connected phase --
   void apply(out_command& c);
-  bool dispatch(std::string_view packet);
+  bool dispatch(std::string&& data);
+  bool packet(std::string_view p);
   bool control(const term& ct, term* msg);
   void queue_packet(const term& control, const term* msg = nullptr) {
     const std::size_t start = begin_packet(wbuf_, control, me_);
@@ -353,7 +354,7 @@ task<std::string> connection::run() {
   if (!net::set_active(self_, sock_, net::active_mode::n(window))) co_return "socket gone";
   auto last_in = clock_type::now();
   auto last_out = last_in;
-  if (!rbuf_.empty() && !dispatch({})) co_return "a malformed packet";
+  if (!rbuf_.empty() && !dispatch(std::string())) co_return "a malformed packet";
   const net::socket_id sid = sock_.id();
   bool stopping = false;
   for (;;) {
@@ -364,10 +365,10 @@ task<std::string> connection::run() {
     if (m.is<out_command>()) {
       apply(m.get<out_command>());
     } else if (m.is<net::tcp_data>()) {
-      const auto& d = m.get<net::tcp_data>();
+      auto& d = m.get<net::tcp_data>();
       if (d.socket != sid) continue;
       last_in = now;
-      if (!dispatch(d.data)) co_return "a malformed packet";
+      if (!dispatch(std::move(d.data))) co_return "a malformed packet";
     } else if (m.is<net::tcp_passive>()) {
       if (!net::set_active(self_, sock_, net::active_mode::n(window))) co_return "socket gone";
     } else if (m.is<net::tcp_closed>()) {
@@ -416,8 +417,11 @@ task<std::string> connection::run() {
   }
 }
 
-bool connection::dispatch(std::string_view data) {
-  rbuf_.append(data);
+bool connection::dispatch(std::string&& data) {
+  if (rbuf_.empty())
+    rbuf_.swap(data);  // the common case: the chunk holds whole packets
+  else
+    rbuf_.append(data);
   std::size_t pos = 0;
   bool ok = true;
   while (ok && rbuf_.size() - pos >= 4) {
@@ -434,25 +438,48 @@ bool connection::dispatch(std::string_view data) {
       refuse("a packet that is not a pass-through data packet");
       return false;
     }
-    std::size_t at = 1;
-    auto ct = decode(p, at, &me_, true, node_.opts.limits);
-    if (!ct) {
-      refuse("a malformed control message: " + ct.error());
-      return false;
-    }
-    std::optional<term> msg;
-    if (at < p.size()) {
-      auto mt = decode(p, at, &me_, true, node_.opts.limits);
-      if (!mt || at != p.size()) {
-        refuse("a malformed message: " + (mt ? std::string("bytes after it") : mt.error()));
-        return false;
-      }
-      msg = std::move(*mt);
-    }
-    ok = control(*ct, msg ? &*msg : nullptr);
+    ok = packet(p);
   }
   rbuf_.erase(0, pos);
   return ok;
+}
+
+bool connection::packet(std::string_view p) {
+  const decode_limits& limits = node_.opts.limits;
+  std::size_t at = 1;
+  // The hot path: SEND {2, Unused, To} is taken apart without building the control tuple.
+  static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02'};
+  if (p.size() > 8 && p.substr(1, sizeof send_head) == std::string_view(send_head, sizeof send_head)) {
+    std::size_t fast = 1 + sizeof send_head;
+    auto unused = decode(p, fast, &me_, false, limits);
+    auto to = unused ? decode(p, fast, &me_, false, limits) : unused;
+    if (to && to->is_pid() && fast < p.size()) {
+      auto msg = decode(p, fast, &me_, true, limits);
+      if (!msg || fast != p.size()) {
+        refuse("a malformed message: " + (msg ? std::string("bytes after it") : msg.error()));
+        return false;
+      }
+      if (!to->pid().is_remote())
+        beamlet::detail::send_node(node_.rt(), to->pid(),
+                                   beamlet::detail::make_message(std::move(*msg)));
+      return true;
+    }
+  }
+  auto ct = decode(p, at, &me_, true, limits);
+  if (!ct) {
+    refuse("a malformed control message: " + ct.error());
+    return false;
+  }
+  std::optional<term> msg;
+  if (at < p.size()) {
+    auto mt = decode(p, at, &me_, true, limits);
+    if (!mt || at != p.size()) {
+      refuse("a malformed message: " + (mt ? std::string("bytes after it") : mt.error()));
+      return false;
+    }
+    msg = std::move(*mt);
+  }
+  return control(*ct, msg ? &*msg : nullptr);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "etf_tags.hpp"
+#include "node_table.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
@@ -47,10 +48,9 @@ class encoder {
     std::string_view node = "nonode@nohost";
     std::uint32_t creation = 0;
     std::uint64_t data = p.serial();
-    std::optional<node_incarnation> remote;
     if (p.is_remote()) {
-      remote = node_of(p);
-      if (!remote) return fail("a pid of an unknown node slot");
+      const node_incarnation* remote = detail::node_entry(p.node_slot());
+      if (remote == nullptr) return fail("a pid of an unknown node slot");
       node = remote->name;
       creation = remote->creation;
       data = p.data();

@@ -12,6 +12,7 @@
 
 #include "epmd.hpp"
 #include "node_state.hpp"
+#include "node_table.hpp"
 #include "wire.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -48,7 +49,7 @@ pid node_state::ensure_connection_locked(const std::string& node) {
   return c;
 }
 
-bool node_state::post(const std::string& node, out_command&& cmd) {
+bool node_state::post(std::string_view node, out_command&& cmd) {
   {
     std::shared_lock lock(mu);
     if (!running()) return false;
@@ -58,7 +59,7 @@ bool node_state::post(const std::string& node, out_command&& cmd) {
     }
   }
   std::unique_lock lock(mu);
-  const pid c = ensure_connection_locked(node);
+  const pid c = ensure_connection_locked(std::string(node));
   if (!c) return false;
   core::send_node(*rt_, c, core::make_message(std::move(cmd)));
   return true;
@@ -98,8 +99,8 @@ term atom_of(std::string_view s) {
 bool node_state::packet_to(pid to, out_command::kind what, pid local, const term& control,
                            const term* message, std::uint64_t ref) {
   if (!running()) return false;
-  const std::optional<node_incarnation> node = node_of(to);
-  if (!node) return false;
+  const node_incarnation* node = node_entry(to.node_slot());
+  if (node == nullptr) return false;
   out_command c;
   c.what = what;
   c.local = local;
@@ -121,13 +122,28 @@ bool node_state::send(pid to, core::message_node* n) noexcept {
   try {
     std::optional<term> t = message_term(n);
     if (!t) {
-      log(log_level::error,
-          "distribution: a message of type " + core::demangled_name(*n->type->type) + " sent to " +
-              to.to_string() + " was dropped: the type has no term mapping (register_message)");
+      log(log_level::error, "distribution: a message of type " +
+                                core::demangled_name(*n->type->type) + " sent to " +
+                                to.to_string() +
+                                " was dropped: the type has no term mapping (register_message)");
       return true;
     }
-    const term control = term::make_tuple({term(ctl::send), atom_of(""), term(to)});
-    return packet_to(to, out_command::kind::packet, pid(), control, &*t);
+    const node_incarnation* node = node_entry(to.node_slot());
+    if (node == nullptr) return false;
+    // The hot path: SEND's control tuple {2, '', To} written directly, then the message.
+    out_command c;
+    c.remote = to;
+    c.bytes.reserve(64 + node->name.size());
+    c.bytes.append(4, '\0');
+    c.bytes.push_back('p');
+    static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
+    c.bytes.append(send_head, sizeof send_head);
+    if (!encode(term(to), c.bytes, &self, false) || !add_message(c.bytes, *t, self)) {
+      log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
+      return true;
+    }
+    end_packet(c.bytes, 0);
+    return post(node->name, std::move(c));
   } catch (...) {
     return true;  // out of memory: lost, as a message to a process that cannot take it
   }

@@ -85,12 +85,19 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
 
   // -- connections --------------------------------------------------------------------------
   std::shared_mutex mu;
-  std::unordered_map<std::string, conn_entry> conns;  ///< by peer node name
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  /// By peer node name (looked up by string_view on the hot path).
+  std::unordered_map<std::string, conn_entry, name_hash, std::equal_to<>> conns;
   /// The connection for `node`, made (as an initiator) if there is none. Caller holds `mu`
   /// exclusively. Null pid when not running.
   pid ensure_connection_locked(const std::string& node);
   /// Sends `cmd` to the connection for `node`, making one if needed.
-  bool post(const std::string& node, out_command&& cmd);
+  bool post(std::string_view node, out_command&& cmd);
   void post_stop(const std::string& node, std::string why);
 
   // -- node monitors (guarded by mu) ---------------------------------------------------------

@@ -3,6 +3,11 @@
 // a restarted node's old pids dead (their creation differs, so their slot does).
 #include <beamlet/dist/etf.hpp>
 
+#include "node_table.hpp"
+
+#include <array>
+#include <atomic>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -14,7 +19,9 @@ namespace dist {
 namespace {
 struct node_table {
   std::shared_mutex mu;
-  std::vector<node_incarnation> by_slot{node_incarnation{}};  // slot 0: none
+  std::deque<node_incarnation> entries;  // stable addresses
+  std::array<std::atomic<const node_incarnation*>, pid::max_node_slot + 1> by_slot{};
+  std::uint32_t next = 1;  // slot 0: none
   std::map<std::pair<std::string, std::uint32_t>, std::uint32_t, std::less<>> by_name;
 };
 node_table& table() {
@@ -23,12 +30,18 @@ node_table& table() {
 }
 }  // namespace
 
+namespace detail {
+const node_incarnation* node_entry(std::uint32_t slot) noexcept {
+  if (slot == 0 || slot > pid::max_node_slot) return nullptr;
+  return table().by_slot[slot].load(std::memory_order_acquire);
+}
+}  // namespace detail
+
 std::optional<node_incarnation> node_of(pid p) {
   if (!p.is_remote()) return std::nullopt;
-  node_table& t = table();
-  std::shared_lock lock(t.mu);
-  if (p.node_slot() >= t.by_slot.size()) return std::nullopt;
-  return t.by_slot[p.node_slot()];
+  const node_incarnation* e = detail::node_entry(p.node_slot());
+  if (e == nullptr) return std::nullopt;
+  return *e;
 }
 
 std::uint32_t intern_node(std::string_view name, std::uint32_t creation) {
@@ -40,9 +53,10 @@ std::uint32_t intern_node(std::string_view name, std::uint32_t creation) {
   }
   std::unique_lock lock(t.mu);
   if (auto it = t.by_name.find(key); it != t.by_name.end()) return it->second;
-  if (t.by_slot.size() > pid::max_node_slot) return 0;
-  const auto slot = static_cast<std::uint32_t>(t.by_slot.size());
-  t.by_slot.push_back(node_incarnation{key.first, creation});
+  if (t.next > pid::max_node_slot) return 0;
+  const std::uint32_t slot = t.next++;
+  t.entries.push_back(node_incarnation{key.first, creation});
+  t.by_slot[slot].store(&t.entries.back(), std::memory_order_release);
   t.by_name.emplace(std::move(key), slot);
   return slot;
 }
