@@ -221,12 +221,16 @@ task<bool> connection::accept(net::tcp_socket s) {
     }
   }
   if (d == decision::nok) {
+    node_.log(log_level::notice, "distribution: simultaneous connect with '" + peer_ +
+                                     "': our own attempt goes on, this one is refused");
     const std::string no = frame2("snok");
     auto sent = co_await net::send(self_, sock_, no);
     (void)sent;
     co_return false;
   }
   if (d == decision::simultaneous) {
+    node_.log(log_level::notice,
+              "distribution: simultaneous connect with '" + peer_ + "': its attempt replaces ours");
     const std::string ok = frame2("sok_simultaneous");
     if (auto r4 = co_await net::send(self_, sock_, ok); !r4) co_return false;
     if (auto r5 = co_await net::controlling_process(self_, sock_, other); !r5) co_return false;
@@ -449,7 +453,8 @@ bool connection::packet(std::string_view p) {
   std::size_t at = 1;
   // The hot path: SEND {2, Unused, To} is taken apart without building the control tuple.
   static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02'};
-  if (p.size() > 8 && p.substr(1, sizeof send_head) == std::string_view(send_head, sizeof send_head)) {
+  if (p.size() > 8 &&
+      p.substr(1, sizeof send_head) == std::string_view(send_head, sizeof send_head)) {
     std::size_t fast = 1 + sizeof send_head;
     auto unused = decode(p, fast, &me_, false, limits);
     auto to = unused ? decode(p, fast, &me_, false, limits) : unused;

@@ -3,9 +3,12 @@
 // per pair, and killing one node is noconnection/nodedown for the others.
 #include <beamlet/dist.hpp>
 #include <beamlet/mailbox.hpp>
+#include <beamlet/net/tcp.hpp>
 #include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "erl_node.hpp"
 #include "test_support.hpp"
@@ -124,6 +127,40 @@ TEST(DistMesh, TwoBeamletNodesAndAnErlangNode) {
   auto nd = me.receive(on<dist::nodedown>(), after(10s));
   ASSERT_TRUE(nd);
   ASSERT_TRUE(eventually([&] { return c.eval(me, "length(nodes(hidden)).") == term(1); }));
+}
+
+}  // namespace
+}  // namespace beamlet::test
+
+namespace beamlet::test {
+namespace {
+
+// Two nodes that connect to each other at the same moment end up with one connection, and
+// nothing either side sent is lost (OTP's rule: the attempt of the greater name wins, the other
+// side takes over its socket).
+TEST(DistBeamlet, SimultaneousConnectsSettleOnOneConnection) {
+  for (int round = 0; round < 5; ++round) {
+    runtime a, b;
+    const auto na = start_node(a, "sim_a" + std::to_string(round));
+    const auto nb = start_node(b, "sim_b" + std::to_string(round));
+    mailbox ma(a), mb(b);
+    ASSERT_FALSE(ma.register_name("inbox"));
+    ASSERT_FALSE(mb.register_name("inbox"));
+    std::thread t([&] { mb.send("inbox", na.name, term::make_atom("from_b")); });
+    ma.send("inbox", nb.name, term::make_atom("from_a"));
+    t.join();
+    auto at_a = ma.receive(on<term>(), after(10s));
+    auto at_b = mb.receive(on<term>(), after(10s));
+    ASSERT_TRUE(at_a) << "round " << round;
+    ASSERT_TRUE(at_b) << "round " << round;
+    EXPECT_TRUE(at_a.get<term>().is_atom("from_b"));
+    EXPECT_TRUE(at_b.get<term>().is_atom("from_a"));
+    EXPECT_EQ(dist::nodes(a), std::vector<std::string>{nb.name});
+    EXPECT_EQ(dist::nodes(b), std::vector<std::string>{na.name});
+    // One connection each: the listener, the epmd registration and that connection.
+    EXPECT_TRUE(eventually([&] { return net::open_sockets(a) == 3 && net::open_sockets(b) == 3; }))
+        << net::open_sockets(a) << " and " << net::open_sockets(b) << " sockets";
+  }
 }
 
 }  // namespace
