@@ -152,7 +152,37 @@ const term* term::find(const term& key) const {
 }
 
 bool operator==(const term& a, const term& b) {
-  return a.v_ == b.v_;
+  if (a.v_.index() != b.v_.index()) return false;
+  switch (a.which()) {
+    case term::type::list: {
+      const auto& x = std::get<term::list_data>(a.v_);
+      const auto& y = std::get<term::list_data>(b.v_);
+      return x.items == y.items && x.tail == y.tail;
+    }
+    case term::type::tuple:
+      return std::get<term::tuple_data>(a.v_).items == std::get<term::tuple_data>(b.v_).items;
+    case term::type::map:
+      return std::get<term::map_data>(a.v_).entries == std::get<term::map_data>(b.v_).entries;
+    case term::type::atom:
+      return a.atom_name() == b.atom_name();
+    case term::type::integer:
+      return a.integer() == b.integer();
+    case term::type::bignum:
+      return a.big() == b.big();
+    case term::type::floating:
+      return a.floating() == b.floating();
+    case term::type::binary:
+      return a.bin() == b.bin();
+    case term::type::pid:
+      return a.pid() == b.pid();
+    case term::type::reference:
+      return a.ref() == b.ref();
+    case term::type::port:
+      return a.port() == b.port();
+    case term::type::fun:
+      return a.fun() == b.fun();
+  }
+  return false;
 }
 
 std::optional<std::string> term_traits<std::string>::from_term(const term& t) {

@@ -22,7 +22,7 @@ BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 struct message_node;
-struct runtime_core;
+class runtime_core;
 
 class remote_hooks {
  public:

@@ -174,18 +174,16 @@ class term {
   friend bool operator==(const term& a, const term& b);
 
  private:
+  // (No defaulted comparisons here: they would need term complete; term.cpp compares.)
   struct list_data {
     term_list items;
     std::vector<term> tail;  ///< empty, or one element: the improper tail
-    friend bool operator==(const list_data&, const list_data&) = default;
   };
   struct tuple_data {
     term_list items;
-    friend bool operator==(const tuple_data&, const tuple_data&) = default;
   };
   struct map_data {
     std::vector<std::pair<term, term>> entries;
-    friend bool operator==(const map_data&, const map_data&) = default;
   };
   using storage =
       std::variant<list_data, dist::atom, std::int64_t, dist::bignum, double, dist::binary,
