@@ -39,13 +39,15 @@ net::socket_options raw_options(const node_options& o) {
 
 class connection {
  public:
-  connection(process& self, node_state& node, std::string peer)
-      : self_(self), node_(node), me_(node.self), peer_(std::move(peer)) {}
+  connection(process& self, node_state& node, std::string peer, std::shared_ptr<outbox> box)
+      : self_(self), node_(node), me_(node.self), peer_(std::move(peer)), box_(std::move(box)) {}
 
   task<bool> initiate();
   task<bool> accept(net::tcp_socket s);
   task<std::string> run();
-  task<> finish(const std::string& why);
+  /// Writes wbuf_; "" or why the write failed.
+  task<std::string> flush();
+  void finish(const std::string& why);
 
  private:
   // -- handshake --
@@ -74,11 +76,14 @@ class connection {
     return s == peer_slot_ || s == name_slot_;
   }
   void lose_command(out_command& c, const exit_reason& why);
+  /// Takes everything the outbox holds into wbuf_, in order, applying the commands.
+  void take_outbox();
 
   process& self_;
   node_state& node_;
   const node_incarnation me_;
   std::string peer_;
+  std::shared_ptr<outbox> box_;
   net::tcp_socket sock_;
   std::uint32_t peer_creation_ = 0;
   std::uint32_t peer_slot_ = 0;
@@ -210,7 +215,8 @@ task<bool> connection::accept(net::tcp_socket s) {
     std::unique_lock lock(node_.mu);
     auto it = node_.conns.find(peer_);
     if (it == node_.conns.end()) {
-      node_.conns[peer_] = conn_entry{self_.self(), false, 0};
+      box_ = std::make_shared<outbox>();
+      node_.conns[peer_] = conn_entry{self_.self(), false, 0, box_};
       registered_ = true;
     } else if (!it->second.established) {
       d = me_.name > peer_ ? decision::nok : decision::simultaneous;
@@ -250,7 +256,8 @@ task<bool> connection::accept(net::tcp_socket s) {
     (void)gone;
     std::unique_lock lock(node_.mu);
     if (node_.conns.count(peer_) != 0) co_return false;
-    node_.conns[peer_] = conn_entry{self_.self(), false, 0};
+    box_ = std::make_shared<outbox>();
+    node_.conns[peer_] = conn_entry{self_.self(), false, 0, box_};
     registered_ = true;
   } else {
     const std::string ok = frame2("sok");
@@ -292,11 +299,11 @@ bool connection::established(std::uint64_t /*flags*/, std::uint32_t creation, st
   {
     std::unique_lock lock(node_.mu);
     auto& e = node_.conns[peer_];
-    e = conn_entry{self_.self(), true, creation};
+    e = conn_entry{self_.self(), true, creation, box_};
     registered_ = true;
   }
   connected_ = true;
-  node_.node_event(peer_, true);
+  node_.node_event(peer_, true, false);
   return true;
 }
 
@@ -342,11 +349,49 @@ void connection::apply(out_command& c) {
   wbuf_ += c.bytes;
 }
 
+void connection::take_outbox() {
+  std::string bytes;
+  std::vector<outbox::op> ops;
+  {
+    std::lock_guard lock(box_->mu);
+    bytes.swap(box_->bytes);
+    ops.swap(box_->ops);
+    box_->woken = false;
+  }
+  if (ops.empty() && wbuf_.empty()) {
+    wbuf_.swap(bytes);  // the common case: only packets, nothing to copy
+    return;
+  }
+  std::size_t at = 0;
+  for (auto& o : ops) {
+    wbuf_.append(bytes, at, o.at - at);
+    at = o.at;
+    apply(o.cmd);
+  }
+  wbuf_.append(bytes, at, std::string::npos);
+}
+
 void connection::lose_command(out_command& c, const exit_reason& why) {
   using k = out_command::kind;
   if (c.what == k::link) core::remote_exit_in(node_.rt(), c.remote, c.local, why, true);
   if (c.what == k::monitor)
     core::remote_down_in(node_.rt(), c.local, c.ref, c.remote, why, std::move(c.name));
+}
+
+task<std::string> connection::flush() {
+  // In slices: a socket takes at most max_packet bytes per send, and a batch can be larger.
+  constexpr std::size_t slice = 512u << 10;
+  std::string failed;
+  for (std::size_t off = 0; off < wbuf_.size(); off += slice) {
+    const std::string_view part = std::string_view(wbuf_).substr(off, slice);
+    auto r = co_await net::send(self_, sock_, part);
+    if (!r) {
+      failed = "send: " + r.error().message();
+      break;
+    }
+  }
+  wbuf_.clear();
+  co_return failed;
 }
 
 task<std::string> connection::run() {
@@ -362,12 +407,12 @@ task<std::string> connection::run() {
   const net::socket_id sid = sock_.id();
   bool stopping = false;
   for (;;) {
-    auto m = co_await self_.receive(on<out_command>(), on<net::tcp_data>(), on<net::tcp_passive>(),
+    auto m = co_await self_.receive(on<outbox_ready>(), on<net::tcp_data>(), on<net::tcp_passive>(),
                                     on<net::tcp_closed>(), on<net::tcp_error>(), on<conn_stop>(),
                                     on<exit_message>(), after(tick));
     const auto now = clock_type::now();
-    if (m.is<out_command>()) {
-      apply(m.get<out_command>());
+    if (m.is<outbox_ready>()) {
+      take_outbox();
     } else if (m.is<net::tcp_data>()) {
       auto& d = m.get<net::tcp_data>();
       if (d.socket != sid) continue;
@@ -382,13 +427,6 @@ task<std::string> connection::run() {
     } else if (m.is<conn_stop>()) {
       stopping = true;
     }
-    // Everything already queued goes out in the same write (and, when stopping, before the
-    // close: what processes sent before the stop still reaches the peer).
-    for (int i = 0; i < 4096 && wbuf_.size() < (256u << 10); ++i) {
-      auto more = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
-      if (!more) break;
-      apply(more.get<out_command>());
-    }
     if (now - last_in > o.net_ticktime) {
       node_.log(log_level::error,
                 "distribution: node '" + peer_ + "' not responding (net_tick_timeout)");
@@ -396,26 +434,15 @@ task<std::string> connection::run() {
     }
     if (wbuf_.empty() && now - last_out >= tick) wbuf_.append(4, '\0');  // a tick
     if (!wbuf_.empty()) {
-      auto r = co_await net::send(self_, sock_, wbuf_);
-      wbuf_.clear();
-      if (!r) co_return "send: " + r.error().message();
+      std::string failed = co_await flush();
+      if (!failed.empty()) co_return failed;
       last_out = clock_type::now();
     }
     if (stopping) {
-      for (;;) {
-        auto more = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
-        if (!more) break;
-        apply(more.get<out_command>());
-        if (wbuf_.size() >= (256u << 10)) {
-          auto r = co_await net::send(self_, sock_, wbuf_);
-          wbuf_.clear();
-          if (!r) break;
-        }
-      }
-      if (!wbuf_.empty()) {
-        auto r = co_await net::send(self_, sock_, wbuf_);
-        (void)r;
-      }
+      // What processes sent before the stop still reaches the peer.
+      take_outbox();
+      std::string failed = co_await flush();
+      (void)failed;
       co_return m.get<conn_stop>().why;
     }
   }
@@ -491,21 +518,21 @@ bool connection::packet(std::string_view p) {
 
 // Defined in connection_control.cpp: the handling of one control message.
 bool handle_control(node_state& node, process& self, const node_incarnation& me,
-                    connection_tables& tables, std::string& out, const term& ct, term* msg,
-                    std::string& error);
+                    const std::string& peer, connection_tables& tables, std::string& out,
+                    const term& ct, term* msg, std::string& error);
 
 namespace {
 
 bool connection::control(const term& ct, term* msg) {
   std::string error;
-  if (!handle_control(node_, self_, me_, tables_, wbuf_, ct, msg, error)) {
+  if (!handle_control(node_, self_, me_, peer_, tables_, wbuf_, ct, msg, error)) {
     refuse(error);
     return false;
   }
   return true;
 }
 
-task<> connection::finish(const std::string& why) {
+void connection::finish(const std::string& why) {
   const exit_reason lost = exit_reason::error("noconnection");
   {
     std::unique_lock lock(node_.mu);
@@ -514,26 +541,33 @@ task<> connection::finish(const std::string& why) {
   }
   if (sock_) sock_.close();
   // Commands posted before we left the table: links and monitors they carry are lost too.
-  for (;;) {
-    auto m = co_await self_.receive(on<out_command>(), after(std::chrono::milliseconds(0)));
-    if (!m) break;
-    lose_command(m.get<out_command>(), lost);
+  // (A deposit that finds the outbox closed goes to a new connection instead.)
+  if (box_) {
+    std::vector<outbox::op> ops;
+    {
+      std::lock_guard lock(box_->mu);
+      box_->closed = true;
+      ops.swap(box_->ops);
+      box_->bytes.clear();
+    }
+    for (auto& o : ops) lose_command(o.cmd, lost);
   }
   tables_.lose(node_.rt(), lost);
   if (connected_) {
     node_.log(log_level::notice, "distribution: connection to '" + peer_ + "' closed: " + why);
-    node_.node_event(peer_, false);
+    node_.node_event(peer_, false, true);
   } else if (registered_) {
-    node_.node_event(peer_, false);  // monitor_node of a node that could not be reached
+    node_.node_event(peer_, false, false);  // monitor_node of a node that could not be reached
   }
 }
 
 }  // namespace
 
-task<> connection_body(process& self, node_state& node, std::string peer) {
+task<> connection_body(process& self, node_state& node, std::string peer,
+                       std::shared_ptr<outbox> box) {
   self.trap_exit(true);  // exit signals end us through finish(), never half-way
   const bool accepting = peer.empty();
-  connection c(self, node, std::move(peer));
+  connection c(self, node, std::move(peer), std::move(box));
   std::string why = "closed";
   try {
     bool up = false;
@@ -548,7 +582,7 @@ task<> connection_body(process& self, node_state& node, std::string peer) {
   } catch (const std::exception& e) {
     why = e.what();
   }
-  co_await c.finish(why);
+  c.finish(why);
 }
 
 }  // namespace dist::detail

@@ -55,9 +55,12 @@ bool kernel_call(node_state& node, const node_incarnation& me, std::string& out,
 
 }  // namespace
 
+bool handle_spawn_request(node_state& node, process& self, const node_incarnation& me,
+                          std::string& out, const std::string& peer, const term& ct, term* msg);
+
 bool handle_control(node_state& node, process& self, const node_incarnation& me,
-                    connection_tables& tables, std::string& out, const term& ct, term* msg,
-                    std::string& error) {
+                    const std::string& peer, connection_tables& tables, std::string& out,
+                    const term& ct, term* msg, std::string& error) {
   auto bad = [&](const char* what) {
     error = std::string("a malformed control message (") + what + "): " + ct.to_string();
     return false;
@@ -177,8 +180,11 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
       core::remote_down_in(rt, w.watcher, r, target, reason_from_term(ct[4]), std::move(w.name));
       return true;
     }
+    case ctl::spawn_request:
+      if (ct.size() != 6 || !remote_pid(ct[2])) return bad("spawn_request");
+      return handle_spawn_request(node, self, me, out, peer, ct, msg);
     default:
-      // Operations this node never advertised (spawn, aliases, payload exits): ignored.
+      // Operations this node never advertised (aliases, payload exits): ignored.
       return true;
   }
 }

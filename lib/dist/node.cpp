@@ -43,26 +43,75 @@ pid node_state::ensure_connection_locked(const std::string& node) {
   if (!running() || node == self.name) return pid();
   if (auto it = conns.find(node); it != conns.end()) return it->second.process;
   node_state* st = this;
+  auto box = std::make_shared<outbox>();
   const pid c = core::spawn_body(
-      *rt_, nullptr, [st, node](process& p) { return connection_body(p, *st, node); }, {}, nullptr);
-  conns[node] = conn_entry{c, false, 0};
+      *rt_, nullptr, [st, node, box](process& p) { return connection_body(p, *st, node, box); }, {},
+      nullptr);
+  conns[node] = conn_entry{c, false, 0, std::move(box)};
   return c;
 }
 
-bool node_state::post(std::string_view node, out_command&& cmd) {
-  {
-    std::shared_lock lock(mu);
-    if (!running()) return false;
-    if (auto it = conns.find(node); it != conns.end()) {
-      core::send_node(*rt_, it->second.process, core::make_message(std::move(cmd)));
-      return true;
-    }
-  }
-  std::unique_lock lock(mu);
-  const pid c = ensure_connection_locked(std::string(node));
-  if (!c) return false;
-  core::send_node(*rt_, c, core::make_message(std::move(cmd)));
+bool node_state::deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd) {
+  std::unique_lock lock(box.mu);
+  if (box.closed) return false;
+  const bool wake = !box.woken;
+  box.woken = true;
+  if (cmd == nullptr)
+    box.bytes.append(bytes);
+  else
+    box.ops.push_back(outbox::op{box.bytes.size(), std::move(*cmd)});
+  lock.unlock();
+  if (wake) core::send_node(*rt_, conn, core::make_message(outbox_ready{}));
   return true;
+}
+
+bool node_state::post(std::string_view node, out_command&& cmd) {
+  // A plain packet needs no bookkeeping: it joins the bytes.
+  const bool plain = cmd.what == out_command::kind::packet;
+  // Twice at most: a connection that ended between the lookup and the deposit is replaced.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::shared_ptr<outbox> box;
+    pid conn;
+    {
+      std::shared_lock lock(mu);
+      if (!running()) return false;
+      if (auto it = conns.find(node); it != conns.end()) {
+        conn = it->second.process;
+        box = it->second.box;
+      }
+    }
+    if (!box) {
+      std::unique_lock lock(mu);
+      conn = ensure_connection_locked(std::string(node));
+      if (!conn) return false;
+      box = conns.find(node)->second.box;
+    }
+    if (box && deposit(*box, conn, cmd.bytes, plain ? nullptr : &cmd)) return true;
+  }
+  return false;
+}
+
+bool node_state::post_bytes(std::string_view node, std::string_view bytes) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::shared_ptr<outbox> box;
+    pid conn;
+    {
+      std::shared_lock lock(mu);
+      if (!running()) return false;
+      if (auto it = conns.find(node); it != conns.end()) {
+        conn = it->second.process;
+        box = it->second.box;
+      }
+    }
+    if (!box) {
+      std::unique_lock lock(mu);
+      conn = ensure_connection_locked(std::string(node));
+      if (!conn) return false;
+      box = conns.find(node)->second.box;
+    }
+    if (box && deposit(*box, conn, bytes, nullptr)) return true;
+  }
+  return false;
 }
 
 void node_state::post_stop(const std::string& node, std::string why) {
@@ -71,16 +120,19 @@ void node_state::post_stop(const std::string& node, std::string why) {
     core::send_node(*rt_, it->second.process, core::make_message(conn_stop{std::move(why)}));
 }
 
-void node_state::node_event(const std::string& node, bool up) {
+void node_state::node_event(const std::string& node, bool up, bool was_up) {
   std::unique_lock lock(mu);
-  for (pid w : all_nodes_watchers) {
-    if (up)
-      core::send_node(*rt_, w, core::make_message(nodeup{node}));
-    else
-      core::send_node(*rt_, w, core::make_message(nodedown{node}));
+  // monitor_nodes: nodeup when a connection is made, nodedown only for one that was up.
+  if (up || was_up) {
+    for (pid w : all_nodes_watchers) {
+      if (up)
+        core::send_node(*rt_, w, core::make_message(nodeup{node}));
+      else
+        core::send_node(*rt_, w, core::make_message(nodedown{node}));
+    }
   }
   if (up) return;
-  // monitor_node fires once per call.
+  // monitor_node fires once per call, also when the connection could not be made.
   std::erase_if(node_watchers, [&](const std::pair<pid, std::string>& w) {
     if (w.second != node) return false;
     core::send_node(*rt_, w.first, core::make_message(nodedown{node}));
@@ -122,28 +174,27 @@ bool node_state::send(pid to, core::message_node* n) noexcept {
   try {
     std::optional<term> t = message_term(n);
     if (!t) {
-      log(log_level::error, "distribution: a message of type " +
-                                core::demangled_name(*n->type->type) + " sent to " +
-                                to.to_string() +
-                                " was dropped: the type has no term mapping (register_message)");
+      log(log_level::error,
+          "distribution: a message of type " + core::demangled_name(*n->type->type) + " sent to " +
+              to.to_string() + " was dropped: the type has no term mapping (register_message)");
       return true;
     }
     const node_incarnation* node = node_entry(to.node_slot());
     if (node == nullptr) return false;
-    // The hot path: SEND's control tuple {2, '', To} written directly, then the message.
-    out_command c;
-    c.remote = to;
-    c.bytes.reserve(64 + node->name.size());
-    c.bytes.append(4, '\0');
-    c.bytes.push_back('p');
+    // The hot path: SEND's control tuple {2, '', To} written directly, then the message, into
+    // this thread's scratch buffer; the outbox takes a copy of the bytes.
+    thread_local std::string scratch;
+    scratch.clear();
+    scratch.append(4, '\0');
+    scratch.push_back('p');
     static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
-    c.bytes.append(send_head, sizeof send_head);
-    if (!encode(term(to), c.bytes, &self, false) || !add_message(c.bytes, *t, self)) {
+    scratch.append(send_head, sizeof send_head);
+    if (!encode(term(to), scratch, &self, false) || !add_message(scratch, *t, self)) {
       log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
       return true;
     }
-    end_packet(c.bytes, 0);
-    return post(node->name, std::move(c));
+    end_packet(scratch, 0);
+    return post_bytes(node->name, scratch);
   } catch (...) {
     return true;  // out of memory: lost, as a message to a process that cannot take it
   }
@@ -299,7 +350,8 @@ task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, 
       continue;
     }
     node_state* st = &node;
-    const pid c = self.spawn([st](process& p) { return connection_body(p, *st, std::string()); });
+    const pid c =
+        self.spawn([st](process& p) { return connection_body(p, *st, std::string(), nullptr); });
     auto handed = co_await net::controlling_process(self, *s, c);
     (void)handed;
   }
@@ -450,7 +502,6 @@ bool stop(runtime& rt) {
   if (!st.running()) return false;
   st.set_running(false);
   st.listener.close();
-  std::vector<pid> conns;
   {
     std::shared_lock lock(st.mu);
     for (const auto& [name, e] : st.conns)
@@ -493,22 +544,27 @@ std::vector<std::string> nodes(runtime& rt) {
 
 task<bool> connect_node(process& self, std::string node) {
   auto& st = extension<detail::node_state>(self);
+  const pid me = self.self();
   {
     std::unique_lock lock(st.mu);
     if (auto it = st.conns.find(node); it != st.conns.end() && it->second.established)
       co_return true;
-    st.all_nodes_watchers.push_back(self.self());
-    if (!st.ensure_connection_locked(node)) {
-      std::erase(st.all_nodes_watchers, self.self());
-      co_return false;
-    }
+    if (!st.ensure_connection_locked(node)) co_return false;
+    // nodeup when it is made, nodedown (one-shot) when it cannot be.
+    st.all_nodes_watchers.push_back(me);
+    st.node_watchers.emplace_back(me, node);
   }
   const auto mine = [&node](const nodeup& u) { return u.node == node; };
   const auto gone = [&node](const nodedown& d) { return d.node == node; };
   const auto limit = st.opts.connect_timeout + st.opts.handshake_timeout;
   auto m = co_await self.receive(on<nodeup>().when(mine), on<nodedown>().when(gone), after(limit));
-  std::unique_lock lock(st.mu);
-  std::erase(st.all_nodes_watchers, self.self());
+  {
+    std::unique_lock lock(st.mu);
+    std::erase(st.all_nodes_watchers, me);
+    auto it = std::find(st.node_watchers.begin(), st.node_watchers.end(),
+                        std::pair<pid, std::string>{me, node});
+    if (it != st.node_watchers.end()) st.node_watchers.erase(it);
+  }
   co_return m&& m.is<nodeup>();
 }
 

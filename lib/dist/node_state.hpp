@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,24 @@ struct out_command {
   std::string bytes;
 };
 
+/// What local processes have for one connection, in the order they did it: packets ready to
+/// write, and the commands whose bookkeeping (or encoding) only the connection can do, each at
+/// its place among the packets. Hooks append on their own threads, under `mu`; the connection
+/// takes everything at once. One wake-up message per batch, not one message per packet.
+struct outbox {
+  struct op {
+    std::size_t at;  ///< written after bytes[0, at)
+    out_command cmd;
+  };
+  std::mutex mu;
+  std::string bytes;
+  std::vector<op> ops;
+  bool woken = false;   ///< an outbox_ready is on its way to the connection
+  bool closed = false;  ///< the connection ended: deposits fail (and go to a new connection)
+};
+/// Tells a connection its outbox has something.
+struct outbox_ready {};
+
 /// Sent to a connection by whoever wants it to end (disconnect_node, stop, a replacement).
 struct conn_stop {
   std::string why;
@@ -63,6 +82,7 @@ struct conn_entry {
   pid process;
   bool established = false;
   std::uint32_t peer_creation = 0;
+  std::shared_ptr<outbox> box;
 };
 
 class node_state final : public runtime_extension, public beamlet::detail::remote_hooks {
@@ -96,14 +116,17 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   /// The connection for `node`, made (as an initiator) if there is none. Caller holds `mu`
   /// exclusively. Null pid when not running.
   pid ensure_connection_locked(const std::string& node);
-  /// Sends `cmd` to the connection for `node`, making one if needed.
+  /// Gives `cmd` to the connection for `node`, making one if needed.
   bool post(std::string_view node, out_command&& cmd);
+  /// post() for a ready packet (the send path).
+  bool post_bytes(std::string_view node, std::string_view bytes);
   void post_stop(const std::string& node, std::string why);
 
   // -- node monitors (guarded by mu) ---------------------------------------------------------
   std::vector<std::pair<pid, std::string>> node_watchers;  ///< monitor_node
   std::vector<pid> all_nodes_watchers;                     ///< monitor_nodes
-  void node_event(const std::string& node, bool up);
+  /// A connection to `node` came up, or ended (`was_up`: after its handshake completed).
+  void node_event(const std::string& node, bool up, bool was_up);
 
   // -- remote_hooks --------------------------------------------------------------------------
   bool send(pid to, beamlet::detail::message_node* n) noexcept override;
@@ -126,6 +149,9 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   bool packet_to(pid to, out_command::kind what, pid local, const term& control,
                  const term* message, std::uint64_t ref = 0);
 
+  /// Appends to the connection's outbox (false: that connection has ended meanwhile).
+  bool deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd);
+
   beamlet::detail::runtime_core* rt_ = nullptr;
   std::atomic<bool> running_{false};
 };
@@ -133,9 +159,11 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
 /// The message payload of `n` as a term, if its type is registered (register_message).
 std::optional<term> message_term(beamlet::detail::message_node* n);
 
-/// The body of a connection process: as the initiator toward `peer`, or (with an empty peer)
-/// as the acceptor of the socket the kernel sends it.
-task<> connection_body(process& self, node_state& node, std::string peer);
+/// The body of a connection process: as the initiator toward `peer` (with the outbox the
+/// connection table holds for it), or (with an empty peer and no outbox) as the acceptor of the
+/// socket the kernel sends it.
+task<> connection_body(process& self, node_state& node, std::string peer,
+                       std::shared_ptr<outbox> box);
 /// The body of the net kernel: publishes the node, accepts connections.
 task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, pid starter);
 

@@ -31,18 +31,22 @@ inline constexpr std::uint64_t utf8_atoms = 0x10000;
 inline constexpr std::uint64_t map_tag = 0x20000;
 inline constexpr std::uint64_t big_creation = 0x40000;
 inline constexpr std::uint64_t handshake_23 = 0x1000000;
-inline constexpr std::uint64_t v4_nc = std::uint64_t{1} << 34;
-inline constexpr std::uint64_t unlink_id = std::uint64_t{1} << 35;
-inline constexpr std::uint64_t mandatory_25_digest = std::uint64_t{1} << 36;
+inline constexpr std::uint64_t unlink_id = 0x2000000;
+inline constexpr std::uint64_t mandatory_25_digest = 0x4000000;
+inline constexpr std::uint64_t spawn = std::uint64_t{1} << 32;
+inline constexpr std::uint64_t v4_nc = std::uint64_t{4} << 32;
 /// What OTP 25 requires of a peer; a peer lacking any of these is refused.
 inline constexpr std::uint64_t required =
     extended_references | fun_tags | new_fun_tags | extended_pids_ports | export_ptr_tag |
     bit_binaries | new_floats | utf8_atoms | map_tag | big_creation | handshake_23;
 /// What this node advertises: the required set, the monitor flags without which an Erlang
-/// node reduces monitors of our processes to nothing, and the newer link and reference forms.
-/// Not PUBLISHED (a hidden node), no atom cache, no fragments, no aliases, no spawn.
+/// node reduces monitors of our processes to nothing, the newer link and reference forms, and
+/// spawn requests (which is how rpc:call and erpc:call reach a node; beamlet serves the
+/// functions registered with register_rpc and refuses the rest). Not PUBLISHED (a hidden
+/// node), no atom cache, no fragments, no aliases.
 inline constexpr std::uint64_t ours = required | dist_monitor | dist_monitor_name |
-                                      small_atom_tags | v4_nc | unlink_id | mandatory_25_digest;
+                                      small_atom_tags | v4_nc | unlink_id | mandatory_25_digest |
+                                      spawn;
 }  // namespace flag
 
 // Control message operations (the first element of the control tuple).
@@ -61,6 +65,8 @@ inline constexpr int monitor_p = 19;
 inline constexpr int demonitor_p = 20;
 inline constexpr int monitor_p_exit = 21;
 inline constexpr int send_sender = 22;
+inline constexpr int spawn_request = 29;
+inline constexpr int spawn_reply = 31;
 inline constexpr int unlink_id = 35;
 inline constexpr int unlink_id_ack = 36;
 }  // namespace ctl

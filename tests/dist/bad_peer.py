@@ -10,7 +10,8 @@ handshake itself went wrong in a way the scenario did not ask for.
 Handshake scenarios: silent (sends nothing), garbage (a malformed name packet), wrong_cookie
 (a challenge reply with a bad digest). After a good handshake: not_p (a packet without 'p'),
 bad_control (a control message that is not {Op, ...}), truncated (a term cut short),
-deep (nesting beyond the limit), huge (announces a 2 GiB packet and stops).
+deep (nesting beyond the limit), huge (announces a 2 GiB packet and stops), mute (says nothing
+more, not even ticks: the node must drop it after its net_ticktime).
 """
 import hashlib
 import os
@@ -21,7 +22,7 @@ import time
 
 REQUIRED = (0x4 | 0x10 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x20000 | 0x40000
             | 0x1000000)
-FLAGS = REQUIRED | 0x8 | 0x20 | (1 << 34) | (1 << 35)
+FLAGS = REQUIRED | 0x8 | 0x20 | (4 << 32) | 0x2000000
 
 
 def recv_exact(s, n):
@@ -98,6 +99,8 @@ def main():
             body = b"p\x83" + b"\x68\x01" * 5000 + b"\x6a"
         elif scenario == "huge":
             s.sendall(struct.pack(">I", 0x7FFFFFFF) + b"p")
+            body = None
+        elif scenario == "mute":
             body = None
         else:
             sys.exit(2)

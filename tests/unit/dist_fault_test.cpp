@@ -52,6 +52,34 @@ TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
   EXPECT_TRUE(peer.wait_up(me));
 }
 
+// A peer that completes the handshake and then says nothing, not even ticks, is dropped once
+// net_ticktime has passed; one that ticks is kept (the node's own ticks keep it alive too).
+TEST(DistFaults, ASilentPeerIsDroppedAfterTheTickTime) {
+  runtime rt;
+  dist::node_options o;
+  o.name = unique_node("ticks");
+  o.long_names = true;
+  o.cookie = test_cookie();
+  o.listen_address = "127.0.0.1";
+  o.net_ticktime = std::chrono::milliseconds(1200);
+  auto n = dist::start(rt, o);
+  ASSERT_TRUE(n) << n.error();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(bad_peer(n->port, "mute"), 0);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, std::chrono::milliseconds(1000));
+  EXPECT_LT(took, std::chrono::seconds(8));
+  // A beamlet peer with the same tick time stays connected across several tick times while
+  // nothing but ticks crosses the connection.
+  beamlet_peer peer("ticks_peer", test_cookie(), 60, 1200);
+  mailbox me(rt);
+  ASSERT_TRUE(peer.wait_up(me));
+  mailbox watcher(rt);
+  dist::monitor_nodes(watcher);
+  EXPECT_FALSE(watcher.receive(on<dist::nodedown>(), after(std::chrono::seconds(4))));
+  EXPECT_EQ(dist::nodes(rt), std::vector<std::string>{peer.name()});
+}
+
 TEST(DistFaults, BadOptionsAreErrors) {
   runtime rt;
   dist::node_options o;

@@ -31,15 +31,18 @@ TEST(DistBeamlet, MessagesLinksAndMonitorsBetweenTwoBeamletNodes) {
   const pid echo = peer.wait_up(me);
   ASSERT_TRUE(echo);
   ASSERT_TRUE(echo.is_remote());
-  // 1000 messages by pid come back in order.
-  for (int i = 0; i < 1000; ++i) me.send(echo, term::make_tuple({term(me.self()), term(i)}));
-  for (int i = 0; i < 1000; ++i) {
+  // 20,000 messages by pid (about 2.5 MB: batches beyond what one socket write takes) come
+  // back in order.
+  const term pad = term::make_binary(std::string(100, 'p'));
+  for (int i = 0; i < 20000; ++i)
+    me.send(echo, term::make_tuple({term(me.self()), term::make_tuple({term(i), pad})}));
+  for (int i = 0; i < 20000; ++i) {
     auto m = me.receive(on<term>().when([](const term& t) {
-      return t.is_tuple() && t.size() == 3 && t[1].is_integer();
+      return t.is_tuple() && t.size() == 3 && t[1].is_tuple();
     }),
                         after(5s));
-    ASSERT_TRUE(m);
-    ASSERT_EQ(m.get<term>()[1].integer(), i);
+    ASSERT_TRUE(m) << "message " << i;
+    ASSERT_EQ(m.get<term>()[1][0].integer(), i);
   }
   // A monitor and a link to the echo; it dies with a reason we choose.
   me.trap_exit(true);

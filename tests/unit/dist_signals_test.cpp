@@ -2,6 +2,7 @@
 // reasons; noproc for dead targets; and what a lost connection does (noconnection, nodedown).
 #include <beamlet/dist.hpp>
 #include <beamlet/mailbox.hpp>
+#include <beamlet/process_info.hpp>
 #include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
@@ -108,6 +109,31 @@ TEST_F(dist_fixture, UnlinkEndsTheLinkOnBothSides) {
   }));
   me.send(e, atom("go"));
   EXPECT_FALSE(me.receive(on<exit_message>(), after(300ms)));
+  // The other way: an Erlang process links to a beamlet process and unlinks (UNLINK_ID); the
+  // beamlet process's death then does not reach it.
+  const pid p = me.spawn([](process& self) -> task<> {
+    co_await self.receive(on<term>().when([](const term& t) { return t.is_atom("die"); }));
+    co_await self.exit(exit_reason::error("late"));
+  });
+  erl->eval(me,
+            "spawn(fun() -> process_flag(trap_exit, true), link(P), unlink(P), Me ! {unlinked},"
+            " receive {'EXIT', P, R} -> Me ! {exit_seen, R} after 1000 -> Me ! {exit_seen, none}"
+            " end end), ok.",
+            {{"P", term(p)}, {"Me", term(me.self())}});
+  auto u = me.receive(on<term>().when([](const term& t) {
+    return t.is_tuple() && t.size() == 1 && t[0].is_atom("unlinked");
+  }),
+                      after(5s));
+  ASSERT_TRUE(u);
+  ASSERT_TRUE(
+      eventually([&] { return process_info(rt, p) && process_info(rt, p)->links.empty(); }));
+  me.send(p, atom("die"));
+  auto seen = me.receive(on<term>().when([](const term& t) {
+    return t.is_tuple() && t.size() == 2 && t[0].is_atom("exit_seen");
+  }),
+                         after(5s));
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen.get<term>().to_string(), "{exit_seen,none}");
 }
 
 TEST_F(dist_fixture, ExitSignalsBothWays) {

@@ -156,10 +156,10 @@ class erl_node {
 class beamlet_peer {
  public:
   explicit beamlet_peer(const std::string& base, std::string cookie = test_cookie(),
-                        int seconds = 120)
+                        int seconds = 120, int net_ticktime_ms = 60000)
       : name_(unique_node(base)) {
     std::vector<std::string> args = {BEAMLET_DIST_PEER, name_, std::move(cookie),
-                                     std::to_string(seconds)};
+                                     std::to_string(seconds), std::to_string(net_ticktime_ms)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -119,6 +120,13 @@ void register_message() {
     return dist::to_term(beamlet::detail::payload<T>(n));
   });
 }
+
+/// A C++ function other nodes can call: it gets the call's arguments and returns its value.
+using rpc_function = std::function<term(const term_list& args)>;
+/// Makes `module:function(Args...)` callable from other nodes with rpc:call and erpc:call.
+/// Each call runs in a process of its own; an exception becomes the call's error
+/// ({cpp_exception, What}); a function nobody registered is `undef`, as in Erlang.
+void register_rpc(runtime& rt, std::string module, std::string function, rpc_function f);
 
 /// exit reasons as terms, both ways: `normal`, `shutdown`, `{shutdown, D}`, `kill`, `killed`,
 /// `noproc`, an error term (parsed from its text when it is Erlang syntax), an exception as

@@ -1,0 +1,134 @@
+// rpc:call and erpc:call from other nodes into C++ functions the service registers. OTP 23+
+// runs such a call as a spawn request for erpc:execute_call(Res, M, F, A), monitored by the
+// caller, whose DOWN reason carries the result: {Res, return, Value}, or {Res, error, Reason,
+// Stack} for a failure. beamlet answers exactly that request (for registered functions) with a
+// real process of its own that runs the function; any other spawn request is refused
+// (`notsup`), as code cannot be sent to a C++ node.
+#include <beamlet/detail/core.hpp>
+#include <beamlet/dist/node.hpp>
+#include <beamlet/extension.hpp>
+
+#include <exception>
+#include <map>
+#include <mutex>
+
+#include "node_state.hpp"
+#include "wire.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist {
+
+namespace detail {
+
+namespace core = beamlet::detail;
+
+struct rpc_table final : runtime_extension {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, rpc_function> functions;
+};
+
+namespace {
+
+term atom_of(const char* a) {
+  return term::make_atom(a);
+}
+
+// What the caller's monitor reports: the call's outcome in erpc's shape.
+term outcome(const term& res, const rpc_function* f, const term& module, const term& function,
+             const term& args) {
+  if (f == nullptr) {
+    // undef, with the stack entry erpc shows: [{M, F, Args, []}]
+    return term::make_tuple(
+        {res, atom_of("error"), atom_of("undef"),
+         term::make_list({term::make_tuple({module, function, args, term::make_list({})})})});
+  }
+  try {
+    return term::make_tuple({res, atom_of("return"), (*f)(args.elements())});
+  } catch (const std::exception& e) {
+    return term::make_tuple(
+        {res, atom_of("error"),
+         term::make_tuple({atom_of("cpp_exception"), term::make_binary(e.what())}),
+         term::make_list({})});
+  } catch (...) {
+    return term::make_tuple({res, atom_of("error"), atom_of("cpp_exception"), term::make_list({})});
+  }
+}
+
+}  // namespace
+
+bool handle_spawn_request(node_state& node, process& self, const node_incarnation& me,
+                          std::string& out, const std::string& peer, const term& ct, term* msg) {
+  // {29, ReqId, From, GroupLeader, {Module, Function, Arity}, OptList} + the argument list.
+  const term& req = ct[1];
+  const pid from = ct[2].pid();
+  const term& mfa = ct[4];
+  bool error_only = false, monitor = false, refused_opt = false;
+  if (ct[5].is_list()) {
+    for (const term& o : ct[5].elements()) {
+      if (o.is_atom("monitor"))
+        monitor = true;
+      else if (o.is_tuple() && o.size() == 2 && o[0].is_atom("reply"))
+        error_only = o[1].is_atom("error_only");
+      else if (o.is_atom("link") || o.is_tuple())
+        refused_opt = true;  // links, spawn options for the BEAM: not for a C++ node
+    }
+  }
+  auto refuse = [&](const char* why) {
+    const std::size_t start = begin_packet(
+        out, term::make_tuple({term(ctl::spawn_reply), req, term(from), term(0), atom_of(why)}),
+        me);
+    if (start != std::string::npos) end_packet(out, start);
+    return true;
+  };
+  const bool is_erpc = mfa.is_tuple() && mfa.size() == 3 && mfa[0].is_atom("erpc") &&
+                       mfa[1].is_atom("execute_call") && mfa[2] == term(4);
+  if (!is_erpc || refused_opt || msg == nullptr || !msg->is_list() || msg->size() != 4 ||
+      !(*msg)[1].is_atom() || !(*msg)[2].is_atom() || !(*msg)[3].is_list() ||
+      (*msg)[3].tail() != nullptr)
+    return refuse("notsup");
+  const term res = (*msg)[0];
+  const term module = (*msg)[1];
+  const term function = (*msg)[2];
+  const term args = (*msg)[3];
+  std::optional<rpc_function> f;
+  {
+    auto& t = extension<rpc_table>(node.rt());
+    std::lock_guard lock(t.mu);
+    auto it = t.functions.find({module.atom_name(), function.atom_name()});
+    if (it != t.functions.end()) f = it->second;
+  }
+  node_state* st = &node;
+  const pid worker = self.spawn(
+      [st, peer, f, res, module, function, args, req, from, monitor](process& p) -> task<> {
+        const term reason = outcome(res, f ? &*f : nullptr, module, function, args);
+        if (!monitor) co_return;
+        out_command c;
+        const std::size_t start = begin_packet(
+            c.bytes,
+            term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, reason}),
+            st->self);
+        if (start == std::string::npos) co_return;
+        end_packet(c.bytes, start);
+        st->post(peer, std::move(c));
+      });
+  if (!error_only) {
+    const std::size_t start =
+        begin_packet(out,
+                     term::make_tuple({term(ctl::spawn_reply), req, term(from),
+                                       term(monitor ? 2 : 0), term(worker)}),
+                     me);
+    if (start != std::string::npos) end_packet(out, start);
+  }
+  return true;
+}
+
+}  // namespace detail
+
+void register_rpc(runtime& rt, std::string module, std::string function, rpc_function f) {
+  auto& t = extension<detail::rpc_table>(rt);
+  std::lock_guard lock(t.mu);
+  t.functions[{std::move(module), std::move(function)}] = std::move(f);
+}
+
+}  // namespace dist
+BEAMLET_END_NAMESPACE
