@@ -63,13 +63,7 @@ class connection {
   bool packet(std::string_view p);
   bool control(const term& ct, term* msg);
   void queue_packet(const term& control, const term* msg = nullptr) {
-    const std::size_t start = begin_packet(wbuf_, control, me_);
-    if (start == std::string::npos) return;
-    if (msg != nullptr && !add_message(wbuf_, *msg, me_)) {
-      wbuf_.resize(start);
-      return;
-    }
-    end_packet(wbuf_, start);
+    append_packet(wbuf_, control, msg, me_);
   }
   bool current(pid remote) const {
     const std::uint32_t s = remote.node_slot();

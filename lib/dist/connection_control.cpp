@@ -17,13 +17,7 @@ namespace core = beamlet::detail;
 
 void queue(std::string& out, const node_incarnation& me, const term& control,
            const term* msg = nullptr) {
-  const std::size_t start = begin_packet(out, control, me);
-  if (start == std::string::npos) return;
-  if (msg != nullptr && !add_message(out, *msg, me)) {
-    out.resize(start);
-    return;
-  }
-  end_packet(out, start);
+  append_packet(out, control, msg, me);
 }
 
 bool local_pid(const term& t) {

@@ -1,4 +1,4 @@
-// Starting and stopping a node, its kernel process, and the core's remote hooks.
+// Starting and stopping a node, its kernel process, and its table of connections.
 #include <beamlet/detail/core.hpp>
 #include <beamlet/dist/node.hpp>
 #include <beamlet/mailbox.hpp>
@@ -65,51 +65,35 @@ bool node_state::deposit(outbox& box, pid conn, std::string_view bytes, out_comm
   return true;
 }
 
+std::pair<std::shared_ptr<outbox>, pid> node_state::connection_for(std::string_view node) {
+  {
+    std::shared_lock lock(mu);
+    if (!running()) return {};
+    if (auto it = conns.find(node); it != conns.end()) return {it->second.box, it->second.process};
+  }
+  std::unique_lock lock(mu);
+  const pid conn = ensure_connection_locked(std::string(node));
+  if (!conn) return {};
+  return {conns.find(node)->second.box, conn};
+}
+
 bool node_state::post(std::string_view node, out_command&& cmd) {
   // A plain packet needs no bookkeeping: it joins the bytes.
   const bool plain = cmd.what == out_command::kind::packet;
   // Twice at most: a connection that ended between the lookup and the deposit is replaced.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::shared_ptr<outbox> box;
-    pid conn;
-    {
-      std::shared_lock lock(mu);
-      if (!running()) return false;
-      if (auto it = conns.find(node); it != conns.end()) {
-        conn = it->second.process;
-        box = it->second.box;
-      }
-    }
-    if (!box) {
-      std::unique_lock lock(mu);
-      conn = ensure_connection_locked(std::string(node));
-      if (!conn) return false;
-      box = conns.find(node)->second.box;
-    }
-    if (box && deposit(*box, conn, cmd.bytes, plain ? nullptr : &cmd)) return true;
+    auto [box, conn] = connection_for(node);
+    if (!box) return false;
+    if (deposit(*box, conn, cmd.bytes, plain ? nullptr : &cmd)) return true;
   }
   return false;
 }
 
 bool node_state::post_bytes(std::string_view node, std::string_view bytes) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::shared_ptr<outbox> box;
-    pid conn;
-    {
-      std::shared_lock lock(mu);
-      if (!running()) return false;
-      if (auto it = conns.find(node); it != conns.end()) {
-        conn = it->second.process;
-        box = it->second.box;
-      }
-    }
-    if (!box) {
-      std::unique_lock lock(mu);
-      conn = ensure_connection_locked(std::string(node));
-      if (!conn) return false;
-      box = conns.find(node)->second.box;
-    }
-    if (box && deposit(*box, conn, bytes, nullptr)) return true;
+    auto [box, conn] = connection_for(node);
+    if (!box) return false;
+    if (deposit(*box, conn, bytes, nullptr)) return true;
   }
   return false;
 }
@@ -138,186 +122,6 @@ void node_state::node_event(const std::string& node, bool up, bool was_up) {
     core::send_node(*rt_, w.first, core::make_message(nodedown{node}));
     return true;
   });
-}
-
-// -- the hooks --------------------------------------------------------------------------------
-
-namespace {
-term atom_of(std::string_view s) {
-  return term::make_atom(std::string(s));
-}
-}  // namespace
-
-bool node_state::packet_to(pid to, out_command::kind what, pid local, const term& control,
-                           const term* message, std::uint64_t ref) {
-  if (!running()) return false;
-  const node_incarnation* node = node_entry(to.node_slot());
-  if (node == nullptr) return false;
-  out_command c;
-  c.what = what;
-  c.local = local;
-  c.remote = to;
-  c.ref = ref;
-  const std::size_t start = begin_packet(c.bytes, control, self);
-  if (start == std::string::npos) return false;
-  if (message != nullptr && !add_message(c.bytes, *message, self)) {
-    log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
-    return true;
-  }
-  end_packet(c.bytes, start);
-  return post(node->name, std::move(c));
-}
-
-bool node_state::send(pid to, core::message_node* n) noexcept {
-  core::node_ptr owned(n);
-  if (!running()) return false;
-  try {
-    std::optional<term> t = message_term(n);
-    if (!t) {
-      log(log_level::error,
-          "distribution: a message of type " + core::demangled_name(*n->type->type) + " sent to " +
-              to.to_string() + " was dropped: the type has no term mapping (register_message)");
-      return true;
-    }
-    const node_incarnation* node = node_entry(to.node_slot());
-    if (node == nullptr) return false;
-    // The hot path: SEND's control tuple {2, '', To} written directly, then the message, into
-    // this thread's scratch buffer; the outbox takes a copy of the bytes.
-    thread_local std::string scratch;
-    scratch.clear();
-    scratch.append(4, '\0');
-    scratch.push_back('p');
-    static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
-    scratch.append(send_head, sizeof send_head);
-    if (!encode(term(to), scratch, &self, false) || !add_message(scratch, *t, self)) {
-      log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
-      return true;
-    }
-    end_packet(scratch, 0);
-    return post_bytes(node->name, scratch);
-  } catch (...) {
-    return true;  // out of memory: lost, as a message to a process that cannot take it
-  }
-}
-
-void node_state::send_named(pid from, std::string_view name, std::string_view node,
-                            core::message_node* n) noexcept {
-  core::node_ptr owned(n);
-  if (!running()) return;
-  try {
-    std::optional<term> t = message_term(n);
-    if (!t) {
-      log(log_level::error, "distribution: a message of type " +
-                                core::demangled_name(*n->type->type) +
-                                " has no term mapping (register_message): dropped");
-      return;
-    }
-    const std::string target(node);
-    if (target == self.name) {  // {Name, node()} ! Msg is a local send
-      (void)core::send_node_named(*rt_, name, core::make_message(std::move(*t)));
-      return;
-    }
-    out_command c;
-    const term control =
-        term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
-    const std::size_t start = begin_packet(c.bytes, control, self);
-    if (start == std::string::npos || !add_message(c.bytes, *t, self)) return;
-    end_packet(c.bytes, start);
-    post(target, std::move(c));
-  } catch (...) {
-  }
-}
-
-bool node_state::link(pid from, pid to) noexcept {
-  try {
-    return packet_to(to, out_command::kind::link, from,
-                     term::make_tuple({term(ctl::link), term(from), term(to)}), nullptr);
-  } catch (...) {
-    return false;
-  }
-}
-
-void node_state::unlink(pid from, pid to) noexcept {
-  try {
-    static std::atomic<std::uint64_t> ids{1};
-    packet_to(to, out_command::kind::unlink, from,
-              term::make_tuple({term(ctl::unlink_id), term(static_cast<std::int64_t>(ids++)),
-                                term(from), term(to)}),
-              nullptr);
-  } catch (...) {
-  }
-}
-
-bool node_state::exit(pid from, pid to, const exit_reason& reason, bool via_link) noexcept {
-  try {
-    const term control = term::make_tuple(
-        {term(via_link ? ctl::exit : ctl::exit2), term(from), term(to), reason_to_term(reason)});
-    return packet_to(to, via_link ? out_command::kind::link_exit : out_command::kind::packet, from,
-                     control, nullptr);
-  } catch (...) {
-    return false;
-  }
-}
-
-bool node_state::monitor(pid watcher, pid target, std::uint64_t ref) noexcept {
-  try {
-    const term control =
-        term::make_tuple({term(ctl::monitor_p), term(watcher), term(target), ref_term(ref, self)});
-    return packet_to(target, out_command::kind::monitor, watcher, control, nullptr, ref);
-  } catch (...) {
-    return false;
-  }
-}
-
-pid node_state::monitor_named(pid watcher, std::string_view name, std::string_view node,
-                              std::uint64_t ref) noexcept {
-  try {
-    if (!running()) return pid();
-    const std::uint32_t slot = intern_node(node, 0);
-    if (slot == 0) return pid();
-    const pid stand_in = pid::remote(slot, 0);
-    out_command c;
-    c.what = out_command::kind::monitor;
-    c.local = watcher;
-    c.remote = stand_in;
-    c.ref = ref;
-    c.name = std::string(name);
-    const term control =
-        term::make_tuple({term(ctl::monitor_p), term(watcher), atom_of(name), ref_term(ref, self)});
-    const std::size_t start = begin_packet(c.bytes, control, self);
-    if (start == std::string::npos) return pid();
-    end_packet(c.bytes, start);
-    if (!post(std::string(node), std::move(c))) return pid();
-    return stand_in;
-  } catch (...) {
-    return pid();
-  }
-}
-
-void node_state::demonitor(pid watcher, pid target, std::uint64_t ref) noexcept {
-  try {
-    // A monitor by name is withdrawn by name: the stand-in pid carries none.
-    const term control = term::make_tuple(
-        {term(ctl::demonitor_p), term(watcher), term(target), ref_term(ref, self)});
-    packet_to(target, out_command::kind::demonitor, watcher, control, nullptr, ref);
-  } catch (...) {
-  }
-}
-
-void node_state::down(pid watcher, pid target, std::uint64_t ref,
-                      const exit_reason& reason) noexcept {
-  try {
-    const std::optional<node_incarnation> node = node_of(watcher);
-    if (!node || !running()) return;
-    out_command c;
-    c.what = out_command::kind::down;
-    c.local = target;
-    c.remote = watcher;
-    c.ref = ref;
-    c.reason = reason;
-    post(node->name, std::move(c));
-  } catch (...) {
-  }
 }
 
 // -- the kernel -------------------------------------------------------------------------------
@@ -355,51 +159,6 @@ task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, 
     auto handed = co_await net::controlling_process(self, *s, c);
     (void)handed;
   }
-}
-
-// -- message types ----------------------------------------------------------------------------
-
-namespace {
-struct encoder_registry {
-  std::shared_mutex mu;
-  std::unordered_map<const core::type_descriptor*, encode_fn> by_type;
-};
-template <class T>
-term encode_as(core::message_node* n) {
-  return dist::to_term(core::payload<T>(n));
-}
-encoder_registry& encoders() {
-  static encoder_registry* r = [] {
-    auto* reg = new encoder_registry;  // never destroyed: senders may run during exit
-    reg->by_type[core::tag_of<std::string>()] = &encode_as<std::string>;
-    reg->by_type[core::tag_of<int>()] = &encode_as<int>;
-    reg->by_type[core::tag_of<long>()] = &encode_as<long>;
-    reg->by_type[core::tag_of<long long>()] = &encode_as<long long>;
-    reg->by_type[core::tag_of<unsigned>()] = &encode_as<unsigned>;
-    reg->by_type[core::tag_of<unsigned long>()] = &encode_as<unsigned long>;
-    reg->by_type[core::tag_of<double>()] = &encode_as<double>;
-    reg->by_type[core::tag_of<bool>()] = &encode_as<bool>;
-    reg->by_type[core::tag_of<atom>()] = &encode_as<atom>;
-    reg->by_type[core::tag_of<pid>()] = &encode_as<pid>;
-    return reg;
-  }();
-  return *r;
-}
-}  // namespace
-
-std::optional<term> message_term(core::message_node* n) {
-  if (n->type == core::tag_of<term>()) return std::move(core::payload<term>(n));
-  encoder_registry& r = encoders();
-  std::shared_lock lock(r.mu);
-  auto it = r.by_type.find(n->type);
-  if (it == r.by_type.end()) return std::nullopt;
-  return it->second(n);
-}
-
-void register_encoder(const core::type_descriptor* type, encode_fn f) {
-  encoder_registry& r = encoders();
-  std::unique_lock lock(r.mu);
-  r.by_type[type] = f;
 }
 
 }  // namespace detail

@@ -97,6 +97,10 @@ bool add_message(std::string& out, const term& message, const node_incarnation& 
 /// Writes the length of the packet that starts at `start`.
 void end_packet(std::string& out, std::size_t start);
 
+/// A whole data packet (control and optional message) appended to `out`; nothing on failure.
+void append_packet(std::string& out, const term& control, const term* message,
+                   const node_incarnation& self);
+
 /// A local ref as a reference term of this node (three words, as OTP makes them).
 term ref_term(std::uint64_t ref, const node_incarnation& self);
 /// The local ref a reference term of this node carries back (0 if it is not one of ours).

@@ -28,13 +28,18 @@ int bad_peer(std::uint16_t port, const std::string& scenario) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
-  runtime rt;
+dist::node_options loopback_options(const std::string& base) {
   dist::node_options o;
-  o.name = unique_node("faults");
+  o.name = unique_node(base);
   o.long_names = true;
   o.cookie = test_cookie();
   o.listen_address = "127.0.0.1";
+  return o;
+}
+
+TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
+  runtime rt;
+  dist::node_options o = loopback_options("faults");
   o.handshake_timeout = std::chrono::milliseconds(500);
   auto n = dist::start(rt, o);
   ASSERT_TRUE(n) << n.error();
@@ -56,11 +61,7 @@ TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
 // net_ticktime has passed; one that ticks is kept (the node's own ticks keep it alive too).
 TEST(DistFaults, ASilentPeerIsDroppedAfterTheTickTime) {
   runtime rt;
-  dist::node_options o;
-  o.name = unique_node("ticks");
-  o.long_names = true;
-  o.cookie = test_cookie();
-  o.listen_address = "127.0.0.1";
+  dist::node_options o = loopback_options("ticks");
   o.net_ticktime = std::chrono::milliseconds(1200);
   auto n = dist::start(rt, o);
   ASSERT_TRUE(n) << n.error();
@@ -130,11 +131,7 @@ TEST(DistFaults, WithoutEpmdOnFixedPorts) {
   // Two free ports, then two nodes without epmd, each told where the other listens.
   const std::uint16_t port_a = free_port(), port_b = free_port();
   ASSERT_TRUE(port_a != 0 && port_b != 0 && port_a != port_b);
-  dist::node_options oa;
-  oa.name = unique_node("noepmd_a");
-  oa.long_names = true;
-  oa.cookie = test_cookie();
-  oa.listen_address = "127.0.0.1";
+  dist::node_options oa = loopback_options("noepmd_a");
   oa.use_epmd = false;
   oa.port = port_a;
   oa.peer_port = port_b;

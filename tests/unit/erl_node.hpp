@@ -45,6 +45,25 @@ inline const char* test_cookie() {
   return "beamlet_test_cookie";
 }
 
+/// Runs argv[0] (searched in PATH) as a child; 0 when it cannot be started.
+inline pid_t spawn_child(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  if (posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return 0;
+  return child;
+}
+
+/// SIGKILL and reap.
+inline void kill_child(pid_t& child) {
+  if (child == 0) return;
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  child = 0;
+}
+
 class erl_node {
  public:
   /// An `erl` node; with `elixir`, an Elixir node (`elixir --name`) running `elixir_code`
@@ -81,11 +100,7 @@ class erl_node {
     } else {
       args = {"erl", "-noshell", "-name", name_, "-setcookie", cookie, "-eval", agent};
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawnp(&os_pid_, args[0].c_str(), nullptr, nullptr, argv.data(), environ) != 0)
-      os_pid_ = 0;
+    os_pid_ = spawn_child(std::move(args));
   }
   ~erl_node() { kill(); }
   erl_node(const erl_node&) = delete;
@@ -95,13 +110,7 @@ class erl_node {
   bool started() const { return os_pid_ != 0; }
 
   /// SIGKILL: the node vanishes without closing anything (its connections see a reset or EOF).
-  void kill() {
-    if (os_pid_ == 0) return;
-    ::kill(os_pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(os_pid_, &status, 0);
-    os_pid_ = 0;
-  }
+  void kill() { kill_child(os_pid_); }
 
   /// Waits until the node answers (it takes a second or two to boot).
   bool wait_up(mailbox& me, std::chrono::seconds limit = std::chrono::seconds(30)) {
@@ -158,26 +167,15 @@ class beamlet_peer {
   explicit beamlet_peer(const std::string& base, std::string cookie = test_cookie(),
                         int seconds = 120, int net_ticktime_ms = 60000)
       : name_(unique_node(base)) {
-    std::vector<std::string> args = {BEAMLET_DIST_PEER, name_, std::move(cookie),
-                                     std::to_string(seconds), std::to_string(net_ticktime_ms)};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&os_pid_, BEAMLET_DIST_PEER, nullptr, nullptr, argv.data(), environ) != 0)
-      os_pid_ = 0;
+    os_pid_ = spawn_child({BEAMLET_DIST_PEER, name_, std::move(cookie), std::to_string(seconds),
+                           std::to_string(net_ticktime_ms)});
   }
   ~beamlet_peer() { kill(); }
   beamlet_peer(const beamlet_peer&) = delete;
   beamlet_peer& operator=(const beamlet_peer&) = delete;
 
   const std::string& name() const { return name_; }
-  void kill() {
-    if (os_pid_ == 0) return;
-    ::kill(os_pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(os_pid_, &status, 0);
-    os_pid_ = 0;
-  }
+  void kill() { kill_child(os_pid_); }
   /// Waits until its echo process answers; returns the echo's pid (null on failure).
   pid wait_up(mailbox& me, std::chrono::seconds limit = std::chrono::seconds(30)) {
     const auto end = std::chrono::steady_clock::now() + limit;
