@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -154,6 +155,49 @@ TEST(DistFaults, WithoutEpmdOnFixedPorts) {
   auto back = mb.receive(on<dist::term>(), after(std::chrono::seconds(5)));
   ASSERT_TRUE(back);
   EXPECT_TRUE(back.get<dist::term>().is_atom("back"));
+}
+
+}  // namespace
+}  // namespace beamlet::test
+
+namespace beamlet::test {
+namespace {
+
+// Without a cookie, a node reads ~/.erlang.cookie, as erl does, and makes one (owner-readable
+// only) when there is none; a second node then finds the same cookie.
+TEST(DistFaults, TheDefaultCookieComesFromHome) {
+  char dir[] = "/tmp/beamlet-home-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const char* old_home = std::getenv("HOME");
+  const std::string saved = old_home != nullptr ? old_home : "";
+  ::setenv("HOME", dir, 1);
+  const std::string path = std::string(dir) + "/.erlang.cookie";
+  {
+    runtime a, b;
+    dist::node_options oa = loopback_options("cookie_a");
+    oa.cookie.clear();
+    ASSERT_TRUE(dist::start(a, oa));
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0400u);
+    dist::node_options ob = loopback_options("cookie_b");
+    ob.cookie.clear();
+    auto nb = dist::start(b, ob);
+    ASSERT_TRUE(nb);
+    // Same cookie: they connect.
+    mailbox ma(a);
+    ASSERT_FALSE(ma.register_name("inbox"));
+    mailbox mb(b);
+    mb.send("inbox", unique_node("cookie_a"), dist::term::make_atom("hello"));
+    EXPECT_TRUE(ma.receive(on<dist::term>(), after(std::chrono::seconds(5))));
+    (void)nb;
+  }
+  if (old_home != nullptr)
+    ::setenv("HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("HOME");
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace
