@@ -84,7 +84,8 @@ task<peer_pids> discover(process& self, std::string peer) {
     const auto is_count = [](const term& t) {
       return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
     };
-    auto m = co_await self.receive(on<term>().when(is_count), after(std::chrono::milliseconds(300)));
+    auto m =
+        co_await self.receive(on<term>().when(is_count), after(std::chrono::milliseconds(300)));
     if (m) co_return peer_pids{m.get<term>()[2].pid(), m.get<term>()[3].pid()};
   }
   co_return peer_pids{};
@@ -117,9 +118,10 @@ task<> driver(process& self, settings s, pid done) {
     auto m = co_await self.receive(on<term>().when(is_count), after(std::chrono::seconds(120)));
     const double secs = std::chrono::duration<double>(steady::now() - t0).count();
     const long got = m ? static_cast<long>(m.get<term>()[1].integer()) : -1;
-    std::printf("{\"kind\":\"oneway\",\"size\":%d,\"messages\":%ld,\"received\":%ld,"
-                "\"seconds\":%.6f,\"per_second\":%.0f}\n",
-                size, s.messages, got, secs, got / secs);
+    std::printf(
+        "{\"kind\":\"oneway\",\"size\":%d,\"messages\":%ld,\"received\":%ld,"
+        "\"seconds\":%.6f,\"per_second\":%.0f}\n",
+        size, s.messages, got, secs, got / secs);
     std::fflush(stdout);
   }
   std::vector<double> us;

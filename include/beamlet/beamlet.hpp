@@ -4,6 +4,7 @@
 #include <beamlet/child_spec.hpp>
 #include <beamlet/clock.hpp>
 #include <beamlet/config.hpp>
+#include <beamlet/dist.hpp>
 #include <beamlet/dynamic_supervisor.hpp>
 #include <beamlet/error.hpp>
 #include <beamlet/exit_reason.hpp>
@@ -17,7 +18,6 @@
 #include <beamlet/mailbox.hpp>
 #include <beamlet/mailbox_limit.hpp>
 #include <beamlet/metrics.hpp>
-#include <beamlet/dist.hpp>
 #include <beamlet/net.hpp>
 #include <beamlet/partition_supervisor.hpp>
 #include <beamlet/priority.hpp>
