@@ -30,13 +30,10 @@ bool node_state::packet_to(pid to, out_command::kind what, pid local, const term
   c.local = local;
   c.remote = to;
   c.ref = ref;
-  const std::size_t start = begin_packet(c.bytes, control, self);
-  if (start == std::string::npos) return false;
-  if (message != nullptr && !add_message(c.bytes, *message, self)) {
-    log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
+  if (!append_packet(c.bytes, control, message, self)) {
+    log(log_level::error, "distribution: a signal to " + to.to_string() + " cannot be encoded");
     return true;
   }
-  end_packet(c.bytes, start);
   return post(node->name, std::move(c));
 }
 
@@ -92,10 +89,7 @@ void node_state::send_named(pid from, std::string_view name, std::string_view no
     out_command c;
     const term control =
         term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
-    const std::size_t start = begin_packet(c.bytes, control, self);
-    if (start == std::string::npos || !add_message(c.bytes, *t, self)) return;
-    end_packet(c.bytes, start);
-    post(target, std::move(c));
+    if (append_packet(c.bytes, control, &*t, self)) post(target, std::move(c));
   } catch (...) {
   }
 }
@@ -156,10 +150,7 @@ pid node_state::monitor_named(pid watcher, std::string_view name, std::string_vi
     c.name = std::string(name);
     const term control =
         term::make_tuple({term(ctl::monitor_p), term(watcher), atom_of(name), ref_term(ref, self)});
-    const std::size_t start = begin_packet(c.bytes, control, self);
-    if (start == std::string::npos) return pid();
-    end_packet(c.bytes, start);
-    if (!post(std::string(node), std::move(c))) return pid();
+    if (!append_packet(c.bytes, control, nullptr, self) || !post(node, std::move(c))) return pid();
     return stand_in;
   } catch (...) {
     return pid();

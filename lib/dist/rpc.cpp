@@ -74,10 +74,9 @@ bool handle_spawn_request(node_state& node, process& self, const node_incarnatio
     }
   }
   auto refuse = [&](const char* why) {
-    const std::size_t start = begin_packet(
+    append_packet(
         out, term::make_tuple({term(ctl::spawn_reply), req, term(from), term(0), atom_of(why)}),
-        me);
-    if (start != std::string::npos) end_packet(out, start);
+        nullptr, me);
     return true;
   };
   const bool is_erpc = mfa.is_tuple() && mfa.size() == 3 && mfa[0].is_atom("erpc") &&
@@ -103,21 +102,15 @@ bool handle_spawn_request(node_state& node, process& self, const node_incarnatio
         const term reason = outcome(res, f ? &*f : nullptr, module, function, args);
         if (!monitor) co_return;
         out_command c;
-        const std::size_t start = begin_packet(
-            c.bytes,
-            term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, reason}),
-            st->self);
-        if (start == std::string::npos) co_return;
-        end_packet(c.bytes, start);
-        st->post(peer, std::move(c));
+        const term down =
+            term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, reason});
+        if (append_packet(c.bytes, down, nullptr, st->self)) st->post(peer, std::move(c));
       });
   if (!error_only) {
-    const std::size_t start =
-        begin_packet(out,
-                     term::make_tuple({term(ctl::spawn_reply), req, term(from),
-                                       term(monitor ? 2 : 0), term(worker)}),
-                     me);
-    if (start != std::string::npos) end_packet(out, start);
+    append_packet(out,
+                  term::make_tuple({term(ctl::spawn_reply), req, term(from), term(monitor ? 2 : 0),
+                                    term(worker)}),
+                  nullptr, me);
   }
   return true;
 }

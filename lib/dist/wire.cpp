@@ -86,15 +86,16 @@ void end_packet(std::string& out, std::size_t start) {
   out[start + 3] = static_cast<char>(len);
 }
 
-void append_packet(std::string& out, const term& control, const term* message,
+bool append_packet(std::string& out, const term& control, const term* message,
                    const node_incarnation& self) {
   const std::size_t start = begin_packet(out, control, self);
-  if (start == std::string::npos) return;
+  if (start == std::string::npos) return false;
   if (message != nullptr && !add_message(out, *message, self)) {
     out.resize(start);
-    return;
+    return false;
   }
   end_packet(out, start);
+  return true;
 }
 
 term ref_term(std::uint64_t ref, const node_incarnation& self) {

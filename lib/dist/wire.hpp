@@ -97,8 +97,9 @@ bool add_message(std::string& out, const term& message, const node_incarnation& 
 /// Writes the length of the packet that starts at `start`.
 void end_packet(std::string& out, std::size_t start);
 
-/// A whole data packet (control and optional message) appended to `out`; nothing on failure.
-void append_packet(std::string& out, const term& control, const term* message,
+/// A whole data packet (control and optional message) appended to `out`; false (and nothing
+/// appended) when a term cannot be encoded.
+bool append_packet(std::string& out, const term& control, const term* message,
                    const node_incarnation& self);
 
 /// A local ref as a reference term of this node (three words, as OTP makes them).
