@@ -18,13 +18,20 @@
 // receive a whole request (a client that never finishes is disconnected), one request at a time
 // per connection (keep-alive is honoured). A malformed request gets 400; a method other than GET
 // or HEAD gets 405; an unknown path 404.
+//
+// An application can add its own pages (http_endpoint_options::pages): a live dashboard, a
+// JSON view of its state. Each is rendered in the endpoint's process, so a page must not block:
+// read a snapshot, do not call the processes it describes.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <beamlet/child_spec.hpp>
 #include <beamlet/config.hpp>
@@ -33,6 +40,16 @@
 BEAMLET_BEGIN_NAMESPACE
 
 class runtime;
+
+/// One page an application adds to the endpoint.
+struct http_page {
+  /// The exact path ("/replay/state"); the query string is handed to render.
+  std::string path;
+  std::string content_type = "text/html; charset=utf-8";
+  /// Called in the endpoint's process for every GET of `path`, with the query string (without
+  /// its '?'). An exception becomes a 500 answer whose body is its message.
+  std::function<std::string(std::string_view query)> render;
+};
 
 struct http_endpoint_options {
   /// A numeric address to listen on; loopback unless you mean it.
@@ -46,6 +63,9 @@ struct http_endpoint_options {
   std::size_t top_n = 20;
   /// /tree lists at most this many children per supervisor (and says how many there are).
   std::size_t tree_max_children = 100;
+  /// Pages of the application's own, looked up before the built-in ones (so one may replace
+  /// "/"). A page without a path starting with '/' or without render is std::invalid_argument.
+  std::vector<http_page> pages;
 };
 
 class http_endpoint {

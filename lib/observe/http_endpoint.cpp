@@ -308,6 +308,12 @@ void check(const http_endpoint_options& o) {
   (void)net::ip::make_address(o.address, ec);
   if (ec)
     throw std::invalid_argument("beamlet::http_endpoint: not a numeric address: " + o.address);
+  for (const http_page& p : o.pages)
+    if (p.path.empty() || p.path.front() != '/' || !p.render)
+      throw std::invalid_argument(
+          "beamlet::http_endpoint: a page needs a path starting with '/' "
+          "and a render function (path: \"" +
+          p.path + "\")");
 }
 
 }  // namespace

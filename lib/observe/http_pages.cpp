@@ -3,6 +3,7 @@
 #include "http_pages.hpp"
 
 #include <charconv>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string>
@@ -178,6 +179,17 @@ class tree_builder {
 http_answer route_http(basic_process& self, const http_endpoint_options& opts,
                        std::string_view target) {
   const query q = parse_target(target);
+  for (const http_page& page : opts.pages) {
+    if (page.path != q.path) continue;
+    const auto qm = target.find('?');
+    const std::string_view query_string =
+        qm == std::string_view::npos ? std::string_view() : target.substr(qm + 1);
+    try {
+      return answer{200, page.content_type, page.render(query_string)};
+    } catch (const std::exception& e) {
+      return answer{500, "text/plain; charset=utf-8", std::string(e.what()) + "\n"};
+    }
+  }
   if (q.path == "/metrics")
     return answer{200, "text/plain; version=0.0.4; charset=utf-8", prometheus_metrics(self)};
   if (q.path == "/processes") return processes_page(self, q, opts.top_n);

@@ -172,6 +172,23 @@ def refused(port):
     fail("still listening")
 
 
+def app_pages(port):
+    # The application's pages (http_endpoint_options::pages), as the test registers them.
+    status, ctype, body = get(port, "/app/echo?x=1&y=2")
+    expect(status == 200, f"/app/echo: {status}")
+    expect(ctype == "text/plain", f"/app/echo content type {ctype}")
+    expect(body == b"query=x=1&y=2", f"/app/echo body {body!r}")
+    status, _, body = get(port, "/app/throws")
+    expect(status == 500, f"/app/throws: {status}")
+    expect(b"render failed" in body, f"/app/throws body {body!r}")
+    status, ctype, body = get(port, "/")
+    expect(status == 200 and ctype.startswith("text/html"), f"/: {status} {ctype}")
+    expect(body == b"<p>replaced</p>", f"/ body {body!r}")
+    status, _, _ = get(port, "/metrics")
+    expect(status == 200, f"/metrics next to application pages: {status}")
+    print("ok")
+
+
 def main():
     if len(sys.argv) < 3:
         fail(__doc__)
@@ -184,6 +201,8 @@ def main():
         slow(port)
     elif case == "concurrent":
         concurrent(port, int(sys.argv[3]))
+    elif case == "app_pages":
+        app_pages(port)
     elif case == "refused":
         refused(port)
     else:

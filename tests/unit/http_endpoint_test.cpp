@@ -193,6 +193,27 @@ TEST(HttpEndpoint, UnderASupervisor) {
   EXPECT_FALSE(sys.rt.is_alive(kids[0].pid));
 }
 
+TEST(HttpEndpoint, ApplicationPagesAreServedFirst) {
+  system_under_test sys;
+  http_endpoint_options o = test_options();
+  o.pages.push_back(
+      {"/app/echo", "text/plain", [](std::string_view q) { return "query=" + std::string(q); }});
+  o.pages.push_back({"/app/throws", "text/plain", [](std::string_view) -> std::string {
+                       throw std::runtime_error("render failed");
+                     }});
+  o.pages.push_back({"/", "text/html; charset=utf-8",
+                     [](std::string_view) { return std::string("<p>replaced</p>"); }});
+  auto ep = http_endpoint::start(sys.rt, o);
+  const auto r = run_client("app_pages " + std::to_string(ep.port()));
+  EXPECT_EQ(r.status, 0) << r.out;
+  // A page without a path or without a render function is refused before anything starts.
+  http_endpoint_options bad;
+  bad.pages.push_back({"app", "text/plain", [](std::string_view) { return std::string(); }});
+  EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+  bad.pages = {{"/app", "text/plain", {}}};
+  EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+}
+
 TEST(HttpEndpoint, BadOptionsAndATakenPort) {
   runtime rt;
   http_endpoint_options bad;

@@ -1,0 +1,432 @@
+#include "cluster.hpp"
+
+#include <beamlet/net.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace replay {
+
+using namespace beamlet;
+using namespace std::chrono_literals;
+
+namespace {
+
+// -- messages -------------------------------------------------------------------------------------
+
+/// A call owner's RPC to a syncer: place participant `participant` of `call`.
+struct place_call {
+  pid reply_to;
+  ref tag;
+  std::uint64_t call;
+  int participant;
+};
+struct placed {
+  ref tag;
+  bool ok;
+};
+/// To a connection process: send `line` to the media server, answer exchange_done.
+struct exchange {
+  pid reply_to;
+  ref tag;
+  std::string line;
+};
+struct exchange_done {
+  ref tag;
+  bool ok;
+};
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+// -- the media-server stub ------------------------------------------------------------------------
+
+/// One connection to a stub: one request line, one answer, then the stub closes (so the
+/// TIME_WAIT state stays on the stub's side and the clients' ports are free at once).
+task<> media_connection(process& self, net::tcp_socket s, counters* c) {
+  auto line = co_await net::recv(self, s, 1s);
+  if (!line) co_return;
+  c->media_requests.fetch_add(1, std::memory_order_relaxed);
+  co_await net::send(self, s, "OK\n");
+}
+
+net::socket_options line_options() {
+  net::socket_options o;
+  o.packet = net::framing::line;
+  o.max_packet = 256;
+  return o;
+}
+
+/// Sends `line` on `s` and waits (boundedly) for the stub's answer.
+task<bool> talk(process& self, net::tcp_socket& s, const std::string& line) {
+  if (!co_await net::send(self, s, line)) co_return false;
+  auto answer = co_await net::recv(self, s, 1s);
+  co_return answer && answer->rfind("OK", 0) == 0;
+}
+
+/// Waits for one exchange request for at most `idle` and serves it over `s` (or through the
+/// process that owns the socket). A connection nobody asks for ends: its requester gave up.
+task<> serve_one_exchange(process& self, net::tcp_socket* s, pid socket_owner,
+                          std::chrono::milliseconds idle) {
+  auto m = co_await self.receive(on<exchange>(), after(idle));
+  if (m.timed_out()) co_return;
+  const exchange ex = std::move(m.get<exchange>());
+  bool ok = false;
+  if (s != nullptr) {
+    ok = co_await talk(self, *s, ex.line);
+  } else {
+    const ref tag = self.make_ref();
+    exchange relay{self.self(), tag, ex.line};
+    self.send(socket_owner, std::move(relay));
+    auto done = co_await self.receive(
+        on<exchange_done>().when([tag](const exchange_done& d) { return d.tag == tag; }),
+        after(idle));
+    ok = !done.timed_out() && done.get<exchange_done>().ok;
+  }
+  const exchange_done answer{ex.tag, ok};
+  self.send(ex.reply_to, answer);
+}
+
+// -- connections ----------------------------------------------------------------------------------
+
+/// A child of http_I: connects in its init (so http_I's start waits for the TCP handshake) and
+/// owns the socket.
+struct socket_body {
+  cluster_context* cx;
+  std::uint16_t port;
+  task<> operator()(process& self, const starter& st) const {
+    const auto t = ms(cx->sc->rpc_timeout);
+    auto s = co_await net::connect(self, "127.0.0.1", port, line_options(), t);
+    if (!s) {
+      st.ack(self, start_result::error(exit_reason::error("{connect_failed}")));
+      co_return;
+    }
+    st.ack(self, start_result::ok(self.self()));
+    co_await serve_one_exchange(self, &*s, pid(), t);
+  }
+};
+
+child_spec socket_spec(cluster_context& cx, std::uint16_t port) {
+  start_function start = [cxp = &cx, port](process& sup) -> task<start_result> {
+    const socket_body body{cxp, port};
+    co_return co_await start_link(sup, body);
+  };
+  return child_spec("socket", std::move(start))
+      .with_restart(restart_type::temporary)
+      .with_shutdown(shutdown_spec::brutal_kill());
+}
+
+/// Asks http_I for a socket-owning child; the null pid if it could not.
+task<pid> http_socket(process& self, cluster_context& cx, int inst, std::uint16_t port,
+                      std::chrono::milliseconds t) {
+  const dynamic_supervisor_ref http(cx.http_name(inst));
+  const child_spec spec = socket_spec(cx, port);
+  try {
+    const sup_result<start_result> r =
+        co_await dynamic_supervisor::start_child(self, http, spec, t);
+    if (r.has_value() && r->is_ok()) co_return r->pid();
+  } catch (const call_error&) {  // http_I is down or did not answer in time
+  }
+  co_return pid();
+}
+
+/// A child of pool_I: one pooled connection. With two supervisors its init goes through http_I;
+/// with the single-supervisor fix it connects itself.
+struct connection_body {
+  cluster_context* cx;
+  int inst;
+  std::uint16_t port;
+  task<> operator()(process& self, const starter& st) const {
+    const auto t = ms(cx->sc->rpc_timeout);
+    if (cx->sc->fix.single_supervisor) {
+      auto s = co_await net::connect(self, "127.0.0.1", port, line_options(), t);
+      if (!s) {
+        st.ack(self, start_result::error(exit_reason::error("{connect_failed}")));
+        co_return;
+      }
+      cx->c->conn_starts.fetch_add(1, std::memory_order_relaxed);
+      st.ack(self, start_result::ok(self.self()));
+      co_await serve_one_exchange(self, &*s, pid(), t);
+      co_return;
+    }
+    const pid owner = co_await http_socket(self, *cx, inst, port, t);
+    if (!owner) {
+      st.ack(self, start_result::error(exit_reason::error("{http_client_unavailable}")));
+      co_return;
+    }
+    cx->c->conn_starts.fetch_add(1, std::memory_order_relaxed);
+    st.ack(self, start_result::ok(self.self()));
+    co_await serve_one_exchange(self, nullptr, owner, t);
+  }
+};
+
+child_spec connection_spec(cluster_context& cx, int inst, std::uint16_t port) {
+  start_function start = [cxp = &cx, inst, port](process& sup) -> task<start_result> {
+    const connection_body body{cxp, inst, port};
+    co_return co_await start_link(sup, body);
+  };
+  return child_spec("connection", std::move(start))
+      .with_restart(restart_type::temporary)
+      .with_shutdown(shutdown_spec::brutal_kill());
+}
+
+void count_refusal(cluster_context& cx, const sup_error& e) {
+  if (e.code == sup_errc::overloaded) cx.c->shed.fetch_add(1, std::memory_order_relaxed);
+  if (e.code == sup_errc::rate_limited) cx.c->rate_limited.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Opens a connection to `port` through pool_I and exchanges `line` over it, all within `t`.
+task<bool> pool_exchange(process& self, cluster_context& cx, int inst, std::uint16_t port,
+                         std::uint64_t key, const std::string& line, std::chrono::milliseconds t) {
+  const auto deadline = std::chrono::steady_clock::now() + t;
+  const child_spec spec = connection_spec(cx, inst, port);
+  pid conn;
+  try {
+    if (cx.sc->fix.partition) {
+      const std::string name = cx.pool_name(inst);
+      const partition_key k(key);
+      const sup_result<start_result> r =
+          co_await partition_supervisor::start_child(self, name, k, spec, t);
+      if (r.has_value() && r->is_ok()) conn = r->pid();
+      if (!r.has_value()) count_refusal(cx, r.error());
+    } else {
+      const dynamic_supervisor_ref pool(cx.pool_name(inst));
+      const sup_result<start_result> r =
+          co_await dynamic_supervisor::start_child(self, pool, spec, t);
+      if (r.has_value() && r->is_ok()) conn = r->pid();
+      if (!r.has_value()) count_refusal(cx, r.error());
+    }
+  } catch (const call_error&) {      // the pool did not answer in time, or is down
+  } catch (const exit_exception&) {  // a partition supervisor being restarted
+  }
+  if (!conn) co_return false;
+  const ref tag = self.make_ref();
+  exchange ex{self.self(), tag, line};
+  self.send(conn, std::move(ex));
+  const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 deadline - std::chrono::steady_clock::now()),
+                             std::chrono::milliseconds(1));
+  auto m = co_await self.receive(
+      on<exchange_done>().when([tag](const exchange_done& d) { return d.tag == tag; }),
+      after(left));
+  co_return !m.timed_out() && m.get<exchange_done>().ok;
+}
+
+// -- the syncer and the registrar -----------------------------------------------------------------
+
+task<> handle_place(process& self, cluster_context* cx, int inst, place_call pc) {
+  const std::string line =
+      "PLACE " + std::to_string(pc.call) + " " + std::to_string(pc.participant) + "\n";
+  const bool ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line,
+                                         ms(cx->sc->rpc_timeout));
+  const placed answer{pc.tag, ok};
+  self.send(pc.reply_to, answer);
+}
+
+/// Registers `name` and acks: the first lines of every named worker below.
+bool register_and_ack(process& self, cluster_context* cx, const std::string& name,
+                      const starter& st) {
+  if (cx->rt->register_name(name, self.self())) {
+    st.ack(self, start_result::error(exit_reason::error("{already_registered}")));
+    return false;
+  }
+  st.ack(self, start_result::ok(self.self()));
+  return true;
+}
+
+struct syncer_body {
+  cluster_context* cx;
+  int inst;
+  task<> operator()(process& self, const starter& st) const {
+    if (!register_and_ack(self, cx, cx->syncer_name(inst), st)) co_return;
+    for (;;) {
+      auto m = co_await self.receive(on<place_call>());
+      const place_call pc = m.get<place_call>();
+      self.spawn([c = cx, i = inst, pc](process& h) { return handle_place(h, c, i, pc); });
+    }
+  }
+};
+
+/// Renews the instance's lease every ttl/4 through the pool, retrying every 100 ms after a
+/// failure; the lease lapses only if nothing gets through for a whole ttl.
+struct registrar_body {
+  cluster_context* cx;
+  int inst;
+  task<> operator()(process& self, const starter& st) const {
+    if (!register_and_ack(self, cx, cx->registrar_name(inst), st)) co_return;
+    const std::string line = "LEASE " + std::to_string(inst) + "\n";
+    const double ttl = cx->sc->lease_ttl;
+    for (;;) {
+      const bool ok = co_await pool_exchange(self, *cx, inst, cx->discovery_port,
+                                             mix(1'000'000u + inst), line, ms(ttl / 3));
+      if (ok) {
+        cx->disc->renew(inst, std::chrono::steady_clock::now() + ms(ttl));
+        cx->c->lease_renewals.fetch_add(1, std::memory_order_relaxed);
+        co_await self.receive(after(ms(ttl / 4)));
+      } else {
+        co_await self.receive(after(100ms));
+      }
+    }
+  }
+};
+
+/// Service discovery's side: every 100 ms, instances whose lease lapsed leave the ring and
+/// renewed ones join it.
+struct ring_keeper_body {
+  cluster_context* cx;
+  int unused;
+  task<> operator()(process& self, const starter& st) const {
+    if (!register_and_ack(self, cx, "ring_keeper", st)) co_return;
+    for (;;) {
+      cx->disc->tick(std::chrono::steady_clock::now(), *cx->c);
+      co_await self.receive(after(100ms));
+    }
+  }
+};
+
+template <class Body>
+start_function worker(cluster_context& cx, int inst) {
+  return [cxp = &cx, inst](process& sup) -> task<start_result> {
+    const Body body{cxp, inst};
+    co_return co_await start_link(sup, body);
+  };
+}
+
+dynamic_supervisor_flags pool_flags(const scenario& sc, int share) {
+  dynamic_supervisor_flags f;
+  f.max_restarts = 1000;
+  if (sc.fix.rate_limit) {
+    const double r = sc.pool_start_rate / share;
+    f.start_rate = rate_limit{r, std::max(1.0, r / 10)};
+  }
+  if (sc.fix.shed) f.shed_above = std::max<std::size_t>(1, sc.shed_above / share);
+  return f;
+}
+
+}  // namespace
+
+const std::string& cluster_context::name(const std::string& n) {
+  std::lock_guard lock(names_mu_);
+  for (const std::string& s : names_)
+    if (s == n) return s;
+  return names_.emplace_back(n);
+}
+
+start_function stub_start(cluster_context& cx, std::string name, std::int64_t max_connections) {
+  net::acceptor_pool_options o;
+  o.name = std::move(name);
+  o.listen.backlog = 4096;
+  o.listen.accepted = line_options();
+  o.acceptors = 4;
+  o.partitions = 2;
+  o.max_connections = max_connections;
+  o.connection_shutdown = 100ms;
+  o.handler = [c = cx.c](process& self, net::tcp_socket s) {
+    return media_connection(self, std::move(s), c);
+  };
+  return net::acceptor_pool_start(std::move(o));
+}
+
+start_function instance_start(cluster_context& cx, int i) {
+  return [cxp = &cx, i](process& self) -> task<start_result> {
+    cluster_context& c = *cxp;
+    const scenario& sc = *c.sc;
+    supervisor_options sub;
+    sub.wait = sc.fix.marker ? ack_wait::marker : ack_wait::scan;
+    std::vector<child_spec> kids;
+    // A drowning supervisor would take its shutdown request only after its backlog (it traps
+    // exits, and the request queues like any message): the two supervisors are killed, as an
+    // operator restarting them would.
+    if (!sc.fix.single_supervisor) {
+      supervisor_options o = sub;
+      o.name = c.name(c.http_name(i));
+      dynamic_supervisor_flags f;
+      f.max_restarts = 1000;
+      kids.push_back(child_spec("http", dynamic_supervisor_start(f, o))
+                         .with_type(child_type::supervisor)
+                         .with_shutdown(shutdown_spec::brutal_kill()));
+    }
+    if (sc.fix.partition) {
+      partition_supervisor_options p;
+      p.name = c.name(c.pool_name(i));
+      p.partitions = sc.partitions;
+      p.wait = sub.wait;
+      p.child =
+          child_spec("partition", dynamic_supervisor_start(pool_flags(sc, sc.partitions), sub))
+              .with_type(child_type::supervisor);
+      p.with_arguments = [cxp, i, sub](child_spec s, int part) {
+        supervisor_options o = sub;
+        o.name = cxp->name(cxp->partition_name(i, part));
+        s.start = dynamic_supervisor_start(pool_flags(*cxp->sc, cxp->sc->partitions), o);
+        return s;
+      };
+      kids.push_back(child_spec("pool", partition_supervisor_start(p))
+                         .with_type(child_type::supervisor)
+                         .with_shutdown(shutdown_spec::brutal_kill()));
+    } else {
+      supervisor_options o = sub;
+      o.name = c.name(c.pool_name(i));
+      kids.push_back(child_spec("pool", dynamic_supervisor_start(pool_flags(sc, 1), o))
+                         .with_type(child_type::supervisor)
+                         .with_shutdown(shutdown_spec::brutal_kill()));
+    }
+    kids.push_back(child_spec("syncer", worker<syncer_body>(c, i)));
+    kids.push_back(child_spec("registrar", worker<registrar_body>(c, i)));
+    supervisor_flags f;
+    f.strategy = restart_strategy::rest_for_one;
+    f.intensity = 100;
+    supervisor_options top;
+    top.name = c.name(c.instance_name(i));
+    co_return co_await supervisor::start_link(self, top, f, std::move(kids));
+  };
+}
+
+start_function ring_keeper_start(cluster_context& cx) {
+  return [cxp = &cx](process& sup) -> task<start_result> {
+    const ring_keeper_body body{cxp, 0};
+    co_return co_await start_link(sup, body);
+  };
+}
+
+task<bool> place_attempt(process& self, cluster_context& cx, std::uint64_t call, int participant) {
+  const int inst = cx.disc->serving(call);
+  std::optional<pid> syncer;
+  if (inst >= 0) syncer = cx.rt->whereis(cx.syncer_name(inst));
+  if (!syncer) {
+    // Nobody in the ring can take it (or the instance is restarting): a failed RPC, after the
+    // time a client would spend finding that out.
+    co_await self.receive(after(ms(cx.sc->rpc_timeout / 5)));
+    cx.c->rpc_failed.fetch_add(1, std::memory_order_relaxed);
+    co_return false;
+  }
+  const ref tag = self.make_ref();
+  const place_call pc{self.self(), tag, call, participant};
+  self.send(*syncer, pc);
+  auto m = co_await self.receive(on<placed>().when([tag](const placed& p) { return p.tag == tag; }),
+                                 after(ms(cx.sc->rpc_timeout)));
+  const bool ok = !m.timed_out() && m.get<placed>().ok;
+  (ok ? cx.c->rpc_ok : cx.c->rpc_failed).fetch_add(1, std::memory_order_relaxed);
+  co_return ok;
+}
+
+std::size_t instance_queue(cluster_context& cx, int i) {
+  std::vector<std::string> names{cx.http_name(i), cx.syncer_name(i), cx.registrar_name(i)};
+  if (cx.sc->fix.partition) {
+    for (int p = 0; p < cx.sc->partitions; ++p) names.push_back(cx.partition_name(i, p));
+  } else {
+    names.push_back(cx.pool_name(i));
+  }
+  std::size_t most = 0;
+  for (const std::string& n : names) {
+    const auto p = cx.rt->whereis(n);
+    if (!p) continue;
+    if (const auto info = process_info(*cx.rt, *p)) most = std::max(most, info->message_queue_len);
+  }
+  return most;
+}
+
+}  // namespace replay
