@@ -69,7 +69,8 @@ struct counters {
   std::atomic<std::int64_t> placements_wanted{0};      ///< participants that needed placing
   std::atomic<std::int64_t> unplaced{0};  ///< connected participants whose call is not placed
   std::atomic<std::int64_t> lease_renewals{0}, lease_expiries{0}, ring_joins{0};
-  std::atomic<std::int64_t> sessions_killed{0}, downs{0}, reconnects{0}, reconnects_limited{0};
+  std::atomic<std::int64_t> sessions_killed{0}, reconnects{0}, reconnects_limited{0};
+  std::atomic<std::int64_t> downs{0};  ///< DOWNs of sessions, at gateways and call owners
   std::atomic<std::int64_t> gateway_ooms{0};
   std::atomic<std::int64_t> shed{0}, rate_limited{0};  ///< pool starts refused by a control
   std::atomic<std::int64_t> media_requests{0};         ///< answered by the media-server stub

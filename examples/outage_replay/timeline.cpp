@@ -85,6 +85,9 @@ verdict timeline::judge() const {
   v.placements = cx_.c->placed.load();
   v.lease_expiries = cx_.c->lease_expiries.load();
   v.gateway_ooms = cx_.c->gateway_ooms.load();
+  v.sessions_killed = cx_.c->sessions_killed.load();
+  v.downs = cx_.c->downs.load();
+  v.reconnects = cx_.c->reconnects.load();
   v.ring_min = sc.instances;
   v.provisioned = sc.instances;
   bool dropped = false;
@@ -238,6 +241,12 @@ std::string format_verdict(const verdict& v, const scenario& sc) {
   std::snprintf(buf, sizeof buf,
                 "ring                                 smallest %d of %d; %lld lease expiries\n",
                 v.ring_min, v.provisioned, static_cast<long long>(v.lease_expiries));
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "sessions ended / DOWNs / reconnects  %lld killed by the fault, %lld DOWN "
+                "messages, %lld sessions restarted\n",
+                static_cast<long long>(v.sessions_killed), static_cast<long long>(v.downs),
+                static_cast<long long>(v.reconnects));
   out += buf;
   std::snprintf(buf, sizeof buf, "gateway hosts out of memory          %lld\n",
                 static_cast<long long>(v.gateway_ooms));

@@ -338,6 +338,7 @@ class call_owner {
     for (int i = 0; i < static_cast<int>(parts_.size()); ++i) {
       participant& p = at(i);
       if (!p.present || p.monitor != d.ref.value()) continue;
+      u_.c->downs.fetch_add(1, std::memory_order_relaxed);
       set_placed(p, true);
       p.present = false;
       spawn_rpc(i, 1);  // the participant leaves the call: one update, not retried

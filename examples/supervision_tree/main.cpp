@@ -14,8 +14,10 @@
 // takes no options and runs for about a second.
 #include <beamlet/beamlet.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -177,13 +179,85 @@ task<> demo(process& self) {
   std::puts("done");
 }
 
+// -- restart intensity escalation (--escalate) ---------------------------------------------------
+//
+//   top (intensity 3 in 5 s)
+//   └── mid (intensity 3 in 5 s)
+//       └── flaky   crashes right after its init
+//
+// A child that keeps crashing is restarted until its supervisor's intensity is spent; then the
+// supervisor gives up (shutdown, reason reached_max_restart_intensity in its report) and its own
+// parent restarts it, spending the parent's intensity in turn, until the top ends too. The
+// crash count is (3 + 1) x (3 + 1): restarts multiply up the tree.
+
+std::atomic<int> flaky_crashes{0}, mid_starts{0};
+
+struct flaky_body {
+  task<> operator()(process& self, const starter& st) const {
+    st.ack(self, start_result::ok(self.self()));
+    flaky_crashes.fetch_add(1);
+    throw std::runtime_error("flaky: lost its connection");
+    co_return;
+  }
+};
+
+start_function flaky_start() {
+  return [](process& sup) -> task<start_result> {
+    const flaky_body body;
+    co_return co_await start_link(sup, body);
+  };
+}
+
+start_function mid_start(std::vector<child_spec> kids) {
+  return [kids](process& sup) -> task<start_result> {
+    mid_starts.fetch_add(1);
+    const supervisor_flags f{restart_strategy::one_for_one, 3, 5};
+    supervisor_options o;
+    co_return co_await supervisor::start_link(sup, o, f, kids);
+  };
+}
+
+int escalate() {
+  runtime rt;
+  logger::of(rt).set_level(log_level::critical);  // 20 crash and supervisor reports: counted below
+  mailbox me(rt);
+  me.trap_exit(true);
+  const auto start = std::chrono::steady_clock::now();
+  auto top = supervisor::start_link(me, {"top"}, [] {
+    return supervisor_init(supervisor_flags{restart_strategy::one_for_one, 3, 5},
+                           {child_spec("mid", mid_start({child_spec("flaky", flaky_start())}))
+                                .with_type(child_type::supervisor)});
+  });
+  if (!top) {
+    std::printf("top did not start: %s\n", top.to_string().c_str());
+    return 1;
+  }
+  auto m = me.receive(on<exit_message>(), after(30s));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  if (!m) {
+    std::printf("the tree did not give up within 30 s (%d crashes)\n", flaky_crashes.load());
+    return 1;
+  }
+  std::printf("flaky crashed %d times; mid was started %d times; top ended with %s after %lld ms\n",
+              flaky_crashes.load(), mid_starts.load(),
+              m.get<exit_message>().reason.to_string().c_str(), static_cast<long long>(ms));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1) {  // no options: --help, or a mistake
-    const bool help = std::string_view(argv[1]) == "--help";
-    std::fputs("usage: supervision_tree   (no options; runs the tour, about a second)\n",
-               help ? stdout : stderr);
+  if (argc > 1) {  // --escalate, --help, or a mistake
+    const std::string_view a = argv[1];
+    if (a == "--escalate" && argc == 2) return escalate();
+    const bool help = a == "--help";
+    std::fputs(
+        "usage: supervision_tree [--escalate]\n"
+        "  (no option: runs the tour, about a second; --escalate: a child that keeps crashing\n"
+        "  spends its supervisor's restart intensity, then its parent's)\n",
+        help ? stdout : stderr);
     return help ? 0 : 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // interleaves in order with the reports on stderr

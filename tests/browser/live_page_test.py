@@ -141,7 +141,7 @@ def main():
             fail("the timeline table does not show a growing mailbox: %s" % series)
         if "dropped" not in late.ring_classes:
             fail("no instance is drawn as dropped from the ring: %s" % late.ring_classes)
-        chromium(binary, url, "--screenshot=" + screenshot, "--window-size=1280,1500",
+        chromium(binary, url, "--screenshot=" + screenshot, "--window-size=1280,1250",
                  "--hide-scrollbars")
         if not os.path.exists(screenshot) or os.path.getsize(screenshot) < 20000:
             fail("no screenshot at " + screenshot)
