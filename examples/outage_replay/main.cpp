@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
   replay::cluster_context cx(rt, sc, counts, disc);
   replay::users_context users(cx);
   if (sc.fix.rate_limit) users.set_upstream_limit(sc.upstream_limit);
-  replay::timeline tl(cx, users);
+  replay::timeline tl(cx);
 
   // The media servers first: the instances need their port.
   auto top = supervisor::start_link(me, {"replay"}, [&cx] {

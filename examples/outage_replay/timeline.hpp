@@ -12,7 +12,6 @@
 
 #include "cluster.hpp"
 #include "model.hpp"
-#include "users.hpp"
 
 namespace replay {
 
@@ -48,7 +47,7 @@ struct verdict {
 
 class timeline {
  public:
-  timeline(cluster_context& cx, users_context& u) : cx_(cx), u_(u) {}
+  explicit timeline(cluster_context& cx) : cx_(cx) {}
 
   /// Takes this second's row (differences of the counters since the last one).
   const row& record(double t);
@@ -69,7 +68,6 @@ class timeline {
 
  private:
   cluster_context& cx_;
-  users_context& u_;
   mutable std::mutex mu_;
   std::vector<row> rows_;
   std::string pending_event_;
