@@ -75,7 +75,8 @@ auto client(dynamic_supervisor_ref target, child_spec spec) {
   return [target = std::move(target), spec = std::move(spec)](process& c) -> task<> {
     try {
       (void)co_await dynamic_supervisor::start_child(c, target, spec);
-    } catch (const call_error&) {  // the supervisor is killed once the run has its figures
+    } catch (const call_error&) {      // the supervisor is killed once the run has its figures
+    } catch (const exit_exception&) {  // likewise a partitioned one: its name no longer routes
     }
   };
 }

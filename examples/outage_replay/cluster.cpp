@@ -69,12 +69,30 @@ task<bool> talk(process& self, net::tcp_socket& s, const std::string& line) {
   co_return answer && answer->rfind("OK", 0) == 0;
 }
 
+/// Waits for the stub to close first. A TCP connection's TIME_WAIT (a minute) stays with the side
+/// that closes first; left on the client's side, thousands of connections a second would use up
+/// the ephemeral ports, and later connects would fail for want of one.
+task<> await_close(process& self, net::tcp_socket& s) {
+  for (int i = 0; i < 4; ++i) {
+    const auto more = co_await net::recv(self, s, 250ms);
+    if (!more) co_return;
+  }
+}
+
 /// Waits for one exchange request for at most `idle` and serves it over `s` (or through the
-/// process that owns the socket). A connection nobody asks for ends: its requester gave up.
+/// process that owns the socket). A connection nobody asks for ends (its requester gave up),
+/// after saying so to the stub.
 task<> serve_one_exchange(process& self, net::tcp_socket* s, pid socket_owner,
                           std::chrono::milliseconds idle) {
   auto m = co_await self.receive(on<exchange>(), after(idle));
-  if (m.timed_out()) co_return;
+  if (m.timed_out()) {
+    if (s != nullptr) {
+      const std::string quit = "QUIT\n";
+      co_await talk(self, *s, quit);
+      co_await await_close(self, *s);
+    }
+    co_return;
+  }
   const exchange ex = std::move(m.get<exchange>());
   bool ok = false;
   if (s != nullptr) {
@@ -90,6 +108,7 @@ task<> serve_one_exchange(process& self, net::tcp_socket* s, pid socket_owner,
   }
   const exchange_done answer{ex.tag, ok};
   self.send(ex.reply_to, answer);
+  if (s != nullptr) co_await await_close(self, *s);
 }
 
 // -- connections ----------------------------------------------------------------------------------

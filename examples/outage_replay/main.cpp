@@ -373,6 +373,12 @@ int main(int argc, char** argv) {
 
   const replay::verdict v = tl.judge();
   std::printf("\n%s", replay::format_verdict(v, sc).c_str());
+  for (const char* stub : {"media", "discovery"})
+    if (const auto st = net::acceptor_pool::stats(rt, stub))
+      std::printf("%-36s %llu connections, %llu refused (over its bound)\n",
+                  (std::string(stub) + " stub").c_str(),
+                  static_cast<unsigned long long>(st->accepted),
+                  static_cast<unsigned long long>(st->refused));
   if (!o.csv.empty()) {
     if (!write_file(o.csv, tl.csv()))
       std::fprintf(stderr, "outage_replay: cannot write %s\n", o.csv.c_str());

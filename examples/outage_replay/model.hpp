@@ -48,8 +48,8 @@ struct scenario {
   int rpc_attempts = 3;             ///< attempts per placement before the call owner backs off
   double reconnect_limit = 1'500;   ///< per host, per second: the limit tuned for big hosts
   double gateway_capacity = 1'500;  ///< reconnect starts per second a big host survives
-  double upstream_limit = 5'000;    ///< RPCs per second, all call owners, with the rate-limit fix
-  double lowered_limit = 1'500;     ///< what the "lower upstream rate limits" recovery sets
+  double upstream_limit = 3'000;    ///< placement attempts per second, with the rate-limit fix
+  double lowered_limit = 2'000;     ///< what the "lower upstream rate limits" recovery sets
   int partitions = 8;
   std::size_t shed_above = 8'000;           ///< per instance, spread over its partitions
   double pool_start_rate = 4'000;           ///< per instance, with the rate-limit fix

@@ -240,7 +240,14 @@ struct gateway_body {
 task<> rpc_process(process& self, users_context* u, pid owner, std::uint64_t call, int p,
                    int attempts) {
   bool ok = false;
-  for (int a = 0; a < attempts && !ok; ++a) ok = co_await place_attempt(self, *u->cx, call, p);
+  for (int a = 0; a < attempts && !ok; ++a) {
+    // The upstream limit counts every placement attempt (the owner took the first one's token);
+    // a keepalive (p < 0) is the steady load, not limited.
+    if (a > 0)
+      if (token_bucket* b = u->upstream.load(std::memory_order_acquire))
+        if (!b->try_acquire(std::chrono::steady_clock::now())) break;
+    ok = co_await place_attempt(self, *u->cx, call, p);
+  }
   if (p >= 0) {
     const rpc_done d{p, ok};
     self.send(owner, d);
@@ -257,7 +264,7 @@ class call_owner {
   }
 
   task<> run() {
-    std::uniform_int_distribution<int> first_keepalive(0, 2000);
+    std::uniform_int_distribution<int> first_keepalive(0, 4000);
     self_.send_after(self_.self(), keepalive{}, std::chrono::milliseconds(first_keepalive(rng_)));
     for (;;) {
       auto m = co_await self_.receive(on<joined>(), on<down>(), on<rpc_done>(), on<retry>(),
@@ -284,7 +291,7 @@ class call_owner {
       } else if (m.get_if<keepalive>() != nullptr) {
         // The call's periodic update to its media server: the steady load.
         spawn_rpc(-1, 1);
-        self_.send_after(self_.self(), keepalive{}, 2s);
+        self_.send_after(self_.self(), keepalive{}, 4s);
       }
     }
   }
