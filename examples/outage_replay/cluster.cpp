@@ -47,10 +47,9 @@ std::chrono::milliseconds ms(double seconds) {
 
 /// One connection to a stub: one request line, one answer, then the stub closes (so the
 /// TIME_WAIT state stays on the stub's side and the clients' ports are free at once).
-task<> media_connection(process& self, net::tcp_socket s, counters* c) {
+task<> stub_connection(process& self, net::tcp_socket s) {
   auto line = co_await net::recv(self, s, 1s);
   if (!line) co_return;
-  c->media_requests.fetch_add(1, std::memory_order_relaxed);
   const auto sent = co_await net::send(self, s, "OK\n");
   (void)sent;  // a client that left before the answer is no concern of the stub's
 }
@@ -345,9 +344,7 @@ start_function stub_start(cluster_context& cx, std::string name, std::int64_t ma
   o.partitions = 2;
   o.max_connections = max_connections;
   o.connection_shutdown = 100ms;
-  o.handler = [c = cx.c](process& self, net::tcp_socket s) {
-    return media_connection(self, std::move(s), c);
-  };
+  o.handler = [](process& self, net::tcp_socket s) { return stub_connection(self, std::move(s)); };
   return net::acceptor_pool_start(std::move(o));
 }
 

@@ -66,14 +66,12 @@ struct counters {
   std::atomic<std::int64_t> rpc_ok{0}, rpc_failed{0};  ///< RPC attempts by outcome
   std::atomic<std::int64_t> conn_starts{0};            ///< connection processes started
   std::atomic<std::int64_t> placed{0};                 ///< participants placed on a media server
-  std::atomic<std::int64_t> placements_wanted{0};      ///< participants that needed placing
   std::atomic<std::int64_t> unplaced{0};  ///< connected participants whose call is not placed
   std::atomic<std::int64_t> lease_renewals{0}, lease_expiries{0}, ring_joins{0};
-  std::atomic<std::int64_t> sessions_killed{0}, reconnects{0}, reconnects_limited{0};
+  std::atomic<std::int64_t> sessions_killed{0}, reconnects{0};
   std::atomic<std::int64_t> downs{0};  ///< DOWNs of sessions, at gateways and call owners
   std::atomic<std::int64_t> gateway_ooms{0};
   std::atomic<std::int64_t> shed{0}, rate_limited{0};  ///< pool starts refused by a control
-  std::atomic<std::int64_t> media_requests{0};         ///< answered by the media-server stub
 };
 
 /// Service discovery: a lease per instance, and the ring built from the live leases.

@@ -88,6 +88,8 @@ verdict timeline::judge() const {
   v.sessions_killed = cx_.c->sessions_killed.load();
   v.downs = cx_.c->downs.load();
   v.reconnects = cx_.c->reconnects.load();
+  v.shed = cx_.c->shed.load();
+  v.rate_limited = cx_.c->rate_limited.load();
   v.ring_min = sc.instances;
   v.provisioned = sc.instances;
   bool dropped = false;
@@ -256,6 +258,10 @@ std::string format_verdict(const verdict& v, const scenario& sc) {
                   v.recovered_after);
   else
     std::snprintf(buf, sizeof buf, "time to recover                      not within the run\n");
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "pool starts refused                  %lld shed, %lld rate-limited\n",
+                static_cast<long long>(v.shed), static_cast<long long>(v.rate_limited));
   out += buf;
   std::snprintf(buf, sizeof buf, "recoveries that relapsed             %d\n", v.relapses);
   out += buf;

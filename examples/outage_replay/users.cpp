@@ -165,10 +165,7 @@ class gateway {
       window_starts_ = 0;
     }
     while (!pending_.empty()) {
-      if (!bucket_.try_acquire(now)) {
-        u_.c->reconnects_limited.fetch_add(1, std::memory_order_relaxed);
-        break;
-      }
+      if (!bucket_.try_acquire(now)) break;
       const int device = pending_.front();
       pending_.pop_front();
       co_await start_session(device, false);
@@ -333,7 +330,6 @@ class call_owner {
       participant& p = at(i);
       if (!p.present) continue;
       set_placed(p, false);
-      u_.c->placements_wanted.fetch_add(1, std::memory_order_relaxed);
       if (p.inflight)
         p.again = true;
       else
