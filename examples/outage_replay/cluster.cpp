@@ -335,7 +335,7 @@ const std::string& cluster_context::name(const std::string& n) {
   return names_.emplace_back(n);
 }
 
-start_function stub_start(cluster_context& cx, std::string name, std::int64_t max_connections) {
+start_function stub_start(std::string name, std::int64_t max_connections) {
   net::acceptor_pool_options o;
   o.name = std::move(name);
   o.listen.backlog = 4096;

@@ -58,8 +58,7 @@ struct cluster_context {
 /// and in time (a connection that sends nothing for a second is closed). The replay runs two:
 /// "media" (the media servers, bounded by scenario::media_connections) and "discovery" (the
 /// service-discovery store the registrars renew their leases with).
-beamlet::start_function stub_start(cluster_context& cx, std::string name,
-                                   std::int64_t max_connections);
+beamlet::start_function stub_start(std::string name, std::int64_t max_connections);
 /// Service discovery's ring keeper: drops instances whose lease lapsed, adds renewed ones.
 beamlet::start_function ring_keeper_start(cluster_context& cx);
 /// The tree of instance `i` (see the top of this file).

@@ -304,9 +304,9 @@ int main(int argc, char** argv) {
   auto top = supervisor::start_link(me, {"replay"}, [&cx] {
     return supervisor_init(
         supervisor_flags{},
-        {child_spec("media", replay::stub_start(cx, "media", cx.sc->media_connections))
+        {child_spec("media", replay::stub_start("media", cx.sc->media_connections))
              .with_type(child_type::supervisor),
-         child_spec("discovery", replay::stub_start(cx, "discovery", 1024))
+         child_spec("discovery", replay::stub_start("discovery", 1024))
              .with_type(child_type::supervisor),
          child_spec("ring_keeper", replay::ring_keeper_start(cx))});
   });
