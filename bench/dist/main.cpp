@@ -109,6 +109,13 @@ task<> driver(process& self, settings s, pid done) {
   const auto is_count = [](const term& t) {
     return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
   };
+  // Discovery asks again every 300 ms until the connection is up, and every ask is answered:
+  // left queued, a late answer would be taken for the first size's count (and shift the rest).
+  for (;;) {
+    auto stale =
+        co_await self.receive(on<term>().when(is_count), after(std::chrono::milliseconds(500)));
+    if (stale.timed_out()) break;
+  }
   for (int size : s.sizes) {
     const term msg =
         term::make_tuple({term::make_atom("m"), term::make_binary(std::string(size, 'x'))});
