@@ -130,11 +130,7 @@ struct socket_body {
 };
 
 child_spec socket_spec(cluster_context& cx, std::uint16_t port) {
-  start_function start = [cxp = &cx, port](process& sup) -> task<start_result> {
-    const socket_body body{cxp, port};
-    co_return co_await start_link(sup, body);
-  };
-  return child_spec("socket", std::move(start))
+  return child_spec("socket", proc_start(socket_body{&cx, port}))
       .with_restart(restart_type::temporary)
       .with_shutdown(shutdown_spec::brutal_kill());
 }
@@ -184,11 +180,7 @@ struct connection_body {
 };
 
 child_spec connection_spec(cluster_context& cx, int inst, std::uint16_t port) {
-  start_function start = [cxp = &cx, inst, port](process& sup) -> task<start_result> {
-    const connection_body body{cxp, inst, port};
-    co_return co_await start_link(sup, body);
-  };
-  return child_spec("connection", std::move(start))
+  return child_spec("connection", proc_start(connection_body{&cx, inst, port}))
       .with_restart(restart_type::temporary)
       .with_shutdown(shutdown_spec::brutal_kill());
 }
@@ -284,7 +276,6 @@ struct registrar_body {
                                              mix(1'000'000u + inst), line, ms(ttl / 3));
       if (ok) {
         cx->disc->renew(inst, std::chrono::steady_clock::now() + ms(ttl));
-        cx->c->lease_renewals.fetch_add(1, std::memory_order_relaxed);
         co_await self.receive(after(ms(ttl / 4)));
       } else {
         co_await self.receive(after(100ms));
@@ -297,7 +288,6 @@ struct registrar_body {
 /// renewed ones join it.
 struct ring_keeper_body {
   cluster_context* cx;
-  int unused;
   task<> operator()(process& self, const starter& st) const {
     if (!register_and_ack(self, cx, "ring_keeper", st)) co_return;
     for (;;) {
@@ -306,14 +296,6 @@ struct ring_keeper_body {
     }
   }
 };
-
-template <class Body>
-start_function worker(cluster_context& cx, int inst) {
-  return [cxp = &cx, inst](process& sup) -> task<start_result> {
-    const Body body{cxp, inst};
-    co_return co_await start_link(sup, body);
-  };
-}
 
 dynamic_supervisor_flags pool_flags(const scenario& sc, int share) {
   dynamic_supervisor_flags f;
@@ -349,64 +331,58 @@ start_function stub_start(std::string name, std::int64_t max_connections) {
 }
 
 start_function instance_start(cluster_context& cx, int i) {
-  return [cxp = &cx, i](process& self) -> task<start_result> {
-    cluster_context& c = *cxp;
-    const scenario& sc = *c.sc;
-    supervisor_options sub;
-    sub.wait = sc.fix.marker ? ack_wait::marker : ack_wait::scan;
-    std::vector<child_spec> kids;
-    // A drowning supervisor would take its shutdown request only after its backlog (it traps
-    // exits, and the request queues like any message): the two supervisors are killed, as an
-    // operator restarting them would.
-    if (!sc.fix.single_supervisor) {
+  cluster_context* cxp = &cx;
+  const scenario& sc = *cx.sc;
+  supervisor_options sub;
+  sub.wait = sc.fix.marker ? ack_wait::marker : ack_wait::scan;
+  std::vector<child_spec> kids;
+  // A drowning supervisor would take its shutdown request only after its backlog (it traps
+  // exits, and the request queues like any message): the two supervisors are killed, as an
+  // operator restarting them would.
+  if (!sc.fix.single_supervisor) {
+    supervisor_options o = sub;
+    o.name = cx.name(cx.http_name(i));
+    dynamic_supervisor_flags f;
+    f.max_restarts = 1000;
+    kids.push_back(child_spec("http", dynamic_supervisor_start(f, o))
+                       .with_type(child_type::supervisor)
+                       .with_shutdown(shutdown_spec::brutal_kill()));
+  }
+  if (sc.fix.partition) {
+    partition_supervisor_options p;
+    p.name = cx.name(cx.pool_name(i));
+    p.partitions = sc.partitions;
+    p.wait = sub.wait;
+    p.child = child_spec("partition", dynamic_supervisor_start(pool_flags(sc, sc.partitions), sub))
+                  .with_type(child_type::supervisor);
+    p.with_arguments = [cxp, i, sub](child_spec s, int part) {
       supervisor_options o = sub;
-      o.name = c.name(c.http_name(i));
-      dynamic_supervisor_flags f;
-      f.max_restarts = 1000;
-      kids.push_back(child_spec("http", dynamic_supervisor_start(f, o))
-                         .with_type(child_type::supervisor)
-                         .with_shutdown(shutdown_spec::brutal_kill()));
-    }
-    if (sc.fix.partition) {
-      partition_supervisor_options p;
-      p.name = c.name(c.pool_name(i));
-      p.partitions = sc.partitions;
-      p.wait = sub.wait;
-      p.child =
-          child_spec("partition", dynamic_supervisor_start(pool_flags(sc, sc.partitions), sub))
-              .with_type(child_type::supervisor);
-      p.with_arguments = [cxp, i, sub](child_spec s, int part) {
-        supervisor_options o = sub;
-        o.name = cxp->name(cxp->partition_name(i, part));
-        s.start = dynamic_supervisor_start(pool_flags(*cxp->sc, cxp->sc->partitions), o);
-        return s;
-      };
-      kids.push_back(child_spec("pool", partition_supervisor_start(p))
-                         .with_type(child_type::supervisor)
-                         .with_shutdown(shutdown_spec::brutal_kill()));
-    } else {
-      supervisor_options o = sub;
-      o.name = c.name(c.pool_name(i));
-      kids.push_back(child_spec("pool", dynamic_supervisor_start(pool_flags(sc, 1), o))
-                         .with_type(child_type::supervisor)
-                         .with_shutdown(shutdown_spec::brutal_kill()));
-    }
-    kids.push_back(child_spec("syncer", worker<syncer_body>(c, i)));
-    kids.push_back(child_spec("registrar", worker<registrar_body>(c, i)));
-    supervisor_flags f;
-    f.strategy = restart_strategy::rest_for_one;
-    f.intensity = 100;
-    supervisor_options top;
-    top.name = c.name(c.instance_name(i));
-    co_return co_await supervisor::start_link(self, top, f, std::move(kids));
-  };
+      o.name = cxp->name(cxp->partition_name(i, part));
+      s.start = dynamic_supervisor_start(pool_flags(*cxp->sc, cxp->sc->partitions), o);
+      return s;
+    };
+    kids.push_back(child_spec("pool", partition_supervisor_start(p))
+                       .with_type(child_type::supervisor)
+                       .with_shutdown(shutdown_spec::brutal_kill()));
+  } else {
+    supervisor_options o = sub;
+    o.name = cx.name(cx.pool_name(i));
+    kids.push_back(child_spec("pool", dynamic_supervisor_start(pool_flags(sc, 1), o))
+                       .with_type(child_type::supervisor)
+                       .with_shutdown(shutdown_spec::brutal_kill()));
+  }
+  kids.push_back(child_spec("syncer", proc_start(syncer_body{cxp, i})));
+  kids.push_back(child_spec("registrar", proc_start(registrar_body{cxp, i})));
+  supervisor_flags f;
+  f.strategy = restart_strategy::rest_for_one;
+  f.intensity = 100;
+  supervisor_options top;
+  top.name = cx.name(cx.instance_name(i));
+  return supervisor_start(f, std::move(kids), top);
 }
 
 start_function ring_keeper_start(cluster_context& cx) {
-  return [cxp = &cx](process& sup) -> task<start_result> {
-    const ring_keeper_body body{cxp, 0};
-    co_return co_await start_link(sup, body);
-  };
+  return proc_start(ring_keeper_body{&cx});
 }
 
 task<bool> place_attempt(process& self, cluster_context& cx, std::uint64_t call, int participant) {

@@ -53,6 +53,16 @@ struct cluster_context {
   std::deque<std::string> names_;
 };
 
+/// A start function for a proc_lib child running `body` (copied for each start, and named in
+/// the co_await: GCC 12 mishandles a temporary there, docs/gcc12-coroutines.md).
+template <class Body>
+beamlet::start_function proc_start(Body body) {
+  return [body](beamlet::process& sup) -> beamlet::task<beamlet::start_result> {
+    const Body b = body;
+    co_return co_await beamlet::start_link(sup, b);
+  };
+}
+
 /// A server stub: an acceptor pool on 127.0.0.1, registered as `name`, whose connections answer
 /// one request line and close. Bounded in count (more than max_connections are closed at once)
 /// and in time (a connection that sends nothing for a second is closed). The replay runs two:

@@ -319,14 +319,14 @@ int main(int argc, char** argv) {
   std::vector<child_spec> instances;
   operator_console console(me, cx, users, tl);
   for (int i = 0; i < sc.instances; ++i) instances.push_back(console.instance_spec(i));
+  supervisor_options syncers_options;
+  syncers_options.name = "syncers";
+  supervisor_flags syncers_flags;
+  syncers_flags.intensity = 100;
   const auto syncers = supervisor::start_child(
-      me, "replay", child_spec("syncers", [instances](process& sup) -> task<start_result> {
-                      supervisor_options so;
-                      so.name = "syncers";
-                      supervisor_flags f;
-                      f.intensity = 100;
-                      co_return co_await supervisor::start_link(sup, so, f, instances);
-                    }).with_type(child_type::supervisor));
+      me, "replay",
+      child_spec("syncers", supervisor_start(syncers_flags, instances, syncers_options))
+          .with_type(child_type::supervisor));
   const auto gateways = supervisor::start_child(
       me, "replay",
       child_spec("gateways", replay::gateways_start(users)).with_type(child_type::supervisor));

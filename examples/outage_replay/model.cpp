@@ -29,7 +29,6 @@ void discovery::tick(std::chrono::steady_clock::time_point now, counters& c) {
     if (lease_until_[static_cast<std::size_t>(i)].load(std::memory_order_acquire) > t) m |= 1u << i;
   const std::uint32_t old = members_.exchange(m, std::memory_order_acq_rel);
   c.lease_expiries.fetch_add(std::popcount(old & ~m), std::memory_order_relaxed);
-  c.ring_joins.fetch_add(std::popcount(m & ~old), std::memory_order_relaxed);
 }
 
 int discovery::member_count() const {

@@ -67,7 +67,7 @@ struct counters {
   std::atomic<std::int64_t> conn_starts{0};            ///< connection processes started
   std::atomic<std::int64_t> placed{0};                 ///< participants placed on a media server
   std::atomic<std::int64_t> unplaced{0};  ///< connected participants whose call is not placed
-  std::atomic<std::int64_t> lease_renewals{0}, lease_expiries{0}, ring_joins{0};
+  std::atomic<std::int64_t> lease_expiries{0};
   std::atomic<std::int64_t> sessions_killed{0}, reconnects{0};
   std::atomic<std::int64_t> downs{0};  ///< DOWNs of sessions, at gateways and call owners
   std::atomic<std::int64_t> gateway_ooms{0};
@@ -92,7 +92,7 @@ class discovery {
 
   /// The registrar of `instance` renewed its lease at `now`.
   void renew(int instance, std::chrono::steady_clock::time_point until);
-  /// Recomputes membership from the leases; counts expiries and joins. One caller (the keeper).
+  /// Recomputes membership from the leases; counts expiries. One caller (the keeper).
   void tick(std::chrono::steady_clock::time_point now, counters& c);
   bool member(int instance) const {
     return (members_.load(std::memory_order_acquire) >> instance) & 1u;

@@ -71,11 +71,7 @@ struct session_body {
 };
 
 child_spec session_spec(int device) {
-  start_function start = [device](process& sup) -> task<start_result> {
-    const session_body body{device};
-    co_return co_await start_link(sup, body);
-  };
-  return child_spec("session", std::move(start))
+  return child_spec("session", proc_start(session_body{device}))
       .with_restart(restart_type::temporary)
       .with_shutdown(shutdown_spec::brutal_kill());
 }
@@ -431,29 +427,22 @@ void users_context::set_upstream_limit(double per_second) {
 }
 
 start_function gateways_start(users_context& u) {
-  return [up = &u](process& self) -> task<start_result> {
-    std::vector<child_spec> hosts;
-    for (int g = 0; g < up->sc->hosts; ++g) {
-      supervisor_options so;
-      so.name = up->cx->name("sessions_" + std::to_string(g));
-      std::vector<child_spec> kids{
-          child_spec("sessions", dynamic_supervisor_start({}, so))
-              .with_type(child_type::supervisor),
-          child_spec("gateway", [up, g](process& sup) -> task<start_result> {
-            const gateway_body body{up, g};
-            co_return co_await start_link(sup, body);
-          })};
-      supervisor_flags f;
-      f.strategy = restart_strategy::one_for_all;
-      hosts.push_back(
-          child_spec("host_" + std::to_string(g), [kids, f](process& sup) -> task<start_result> {
-            co_return co_await supervisor::start_link(sup, {}, f, kids);
-          }).with_type(child_type::supervisor));
-    }
+  std::vector<child_spec> hosts;
+  for (int g = 0; g < u.sc->hosts; ++g) {
     supervisor_options so;
-    so.name = up->cx->name("gateways");
-    co_return co_await supervisor::start_link(self, so, supervisor_flags{}, std::move(hosts));
-  };
+    so.name = u.cx->name("sessions_" + std::to_string(g));
+    supervisor_flags f;
+    f.strategy = restart_strategy::one_for_all;
+    hosts.push_back(
+        child_spec("host_" + std::to_string(g),
+                   supervisor_start(f, {child_spec("sessions", dynamic_supervisor_start({}, so))
+                                            .with_type(child_type::supervisor),
+                                        child_spec("gateway", proc_start(gateway_body{&u, g}))}))
+            .with_type(child_type::supervisor));
+  }
+  supervisor_options so;
+  so.name = u.cx->name("gateways");
+  return supervisor_start(supervisor_flags{}, std::move(hosts), so);
 }
 
 start_function calls_start(users_context& u) {
@@ -467,12 +456,8 @@ start_function calls_start(users_context& u) {
 void populate(mailbox& me, users_context& u) {
   (void)owners(*u.sc);
   for (int k = 0; k < calls(*u.sc); ++k) {
-    start_function start = [up = &u, k](process& sup) -> task<start_result> {
-      const call_owner_body body{up, k};
-      co_return co_await start_link(sup, body);
-    };
-    const auto r =
-        dynamic_supervisor::start_child(me, "calls", child_spec("call", std::move(start)));
+    const auto r = dynamic_supervisor::start_child(
+        me, "calls", child_spec("call", proc_start(call_owner_body{&u, k})));
     if (!r.has_value() || !r->is_ok()) throw std::runtime_error("a call owner did not start");
   }
   for (int g = 0; g < u.sc->hosts; ++g) {
