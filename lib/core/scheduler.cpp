@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
@@ -99,7 +100,12 @@ scheduler::~scheduler() {
 void scheduler::start() {
   for (auto& w : workers_) {
     worker* wp = w.get();
-    wp->thread = std::thread([this, wp] { run(*wp); });
+    wp->thread = std::thread([this, wp] {
+      // Named for top -H and perf: "beamlet-sched-N".
+      const std::string name = "beamlet-sched-" + std::to_string(wp->index);
+      ::pthread_setname_np(::pthread_self(), name.c_str());
+      run(*wp);
+    });
   }
   if (rt_.options.pin_schedulers) pin_threads();
 }

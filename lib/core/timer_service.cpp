@@ -1,5 +1,7 @@
 #include "timer_service.hpp"
 
+#include <pthread.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -36,7 +38,10 @@ timer_service::~timer_service() {
 }
 
 void timer_service::start() {
-  impl_->thread = std::thread([this] { impl_->io.run(); });
+  impl_->thread = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "beamlet-timer");
+    impl_->io.run();
+  });
   // Virtual time: the clock fires what is due each time it is advanced.
   if (rt_.options.clock != nullptr)
     clock_subscription_ = rt_.options.clock->subscribe([this] { on_wake(); });

@@ -12,6 +12,7 @@
 
 #include <beamlet/dynamic_supervisor.hpp>
 #include <beamlet/extension.hpp>
+#include <beamlet/metrics.hpp>
 #include <beamlet/partition_supervisor.hpp>
 #include <beamlet/proc_lib.hpp>
 #include <beamlet/receive.hpp>
@@ -305,6 +306,37 @@ std::optional<acceptor_pool::statistics> stats_of(pool_registry& reg, std::strin
   return s;
 }
 }  // namespace
+
+namespace detail {
+void write_pool_metrics(::beamlet::detail::runtime_core& rt, metrics_writer& w) {
+  auto& reg = extension<pool_registry>(rt);
+  std::vector<std::pair<std::string, acceptor_pool::statistics>> all;
+  {
+    std::lock_guard lock(reg.mu);
+    for (const auto& [name, p] : reg.pools) all.emplace_back(name, acceptor_pool::statistics{});
+  }
+  for (auto& [name, s] : all)
+    if (auto got = stats_of(reg, name)) s = *got;
+  if (all.empty()) return;
+  const auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    w.family(name, type, help);
+    for (const auto& [pool, s] : all) w.sample(name, value(s), metrics_writer::label("pool", pool));
+  };
+  using stats = acceptor_pool::statistics;
+  family("net_pool_accepted_total", "counter", "Connections an acceptor pool handed to a process.",
+         [](const stats& s) { return s.accepted; });
+  family("net_pool_refused_total", "counter",
+         "Connections an acceptor pool closed at once (over max_connections, or draining).",
+         [](const stats& s) { return s.refused; });
+  family("net_pool_accept_errors_total", "counter",
+         "Failed accepts (out of descriptors or memory), each followed by a backoff.",
+         [](const stats& s) { return s.accept_errors; });
+  family("net_pool_active", "gauge", "Connection processes alive, per acceptor pool.",
+         [](const stats& s) {
+           return static_cast<std::uint64_t>(std::max<std::int64_t>(s.active, 0));
+         });
+}
+}  // namespace detail
 
 std::optional<acceptor_pool::statistics> acceptor_pool::stats(runtime& rt, std::string_view name) {
   return stats_of(extension<pool_registry>(rt), name);

@@ -31,6 +31,10 @@ class net_category_impl final : public std::error_category {
         return "bad address or unknown host";
       case net_errc::no_handle:
         return "empty socket handle";
+      case net_errc::truncated:
+        return "connection ended in the middle of a frame";
+      case net_errc::out_of_memory:
+        return "out of memory for the socket's data";
     }
     return "unknown beamlet.net error";
   }

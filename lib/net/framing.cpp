@@ -19,6 +19,16 @@ std::size_t framer::header_size() const noexcept {
   }
 }
 
+void framer::append(const char* data, std::size_t n, std::size_t limit) {
+  const std::size_t need = partial_.size() + n;
+  if (need > partial_.capacity()) {
+    // Doubling keeps appends amortised; the cap keeps a frame's buffer within its length.
+    constexpr std::size_t first_step = 4096;
+    partial_.reserve(std::min(limit, std::max({need, partial_.capacity() * 2, first_step})));
+  }
+  partial_.append(data, n);
+}
+
 std::error_code framer::feed(const char* data, std::size_t n, std::deque<std::string>& out) {
   if (kind_ == framing::raw) {
     // A read is never longer than max_packet (the read buffer is sized so).
@@ -30,7 +40,7 @@ std::error_code framer::feed(const char* data, std::size_t n, std::deque<std::st
       const char* nl = static_cast<const char*>(std::memchr(data, '\n', n));
       const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - data) + 1 : n;
       if (partial_.size() + take > max_) return net_errc::line_too_long;
-      partial_.append(data, take);
+      append(data, take, max_);
       data += take;
       n -= take;
       if (nl != nullptr) {
@@ -43,23 +53,22 @@ std::error_code framer::feed(const char* data, std::size_t n, std::deque<std::st
   const std::size_t hs = header_size();
   while (n != 0) {
     if (!have_header_) {
-      const std::size_t take = std::min(n, hs - partial_.size());
-      partial_.append(data, take);
+      const std::size_t take = std::min(n, hs - head_size_);
+      std::memcpy(head_ + head_size_, data, take);
+      head_size_ += take;
       data += take;
       n -= take;
-      if (partial_.size() < hs) break;
+      if (head_size_ < hs) break;
       std::size_t len = 0;
-      for (std::size_t i = 0; i < hs; ++i)
-        len = (len << 8) | static_cast<unsigned char>(partial_[i]);
+      for (std::size_t i = 0; i < hs; ++i) len = (len << 8) | static_cast<unsigned char>(head_[i]);
       if (len > max_) return net_errc::packet_too_large;  // before any allocation for it
-      partial_.clear();
-      partial_.reserve(len);
+      head_size_ = 0;
       want_ = len;
       have_header_ = true;
     }
     // Also taken when n is 0: a zero-length frame completes with its header alone.
     const std::size_t take = std::min(n, want_ - partial_.size());
-    partial_.append(data, take);
+    append(data, take, want_);
     data += take;
     n -= take;
     if (partial_.size() == want_) {

@@ -1,4 +1,5 @@
-// The network layer's per-runtime state: one io_context and the thread that runs it.
+// The network layer's per-runtime state: one io_context and the thread that runs it
+// ("beamlet-io" in top -H).
 //
 // Every socket system call happens on that thread; processes talk to it by posting closures
 // and hear back through messages (deliver). Socket state is touched by that thread only, apart
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -18,6 +20,7 @@
 #include <beamlet/detail/message.hpp>
 #include <beamlet/extension.hpp>
 #include <beamlet/ids.hpp>
+#include <beamlet/metrics.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace net::detail {
@@ -29,7 +32,8 @@ class io_engine final : public runtime_extension {
   io_engine();
   ~io_engine() override;
 
-  void attached(core::runtime_core& rt) override { rt_ = &rt; }
+  /// Adds the network layer's families to the runtime's metrics.
+  void attached(core::runtime_core& rt) override;
   /// Every process has ended: stop the thread (nothing can be delivered any more).
   void stopping() noexcept override;
 
@@ -60,8 +64,11 @@ class io_engine final : public runtime_extension {
 
   std::uint64_t next_id() noexcept { return ids_.fetch_add(1, std::memory_order_relaxed); }
 
-  /// Open sockets and listeners (states alive), for open_sockets().
-  std::atomic<std::size_t> open{0};
+  /// Open sockets and listeners (states alive), for open_sockets(). Shared with the metrics
+  /// collector, which may be called while the engine goes.
+  std::shared_ptr<std::atomic<std::size_t>> open_count =
+      std::make_shared<std::atomic<std::size_t>>(0);
+  std::atomic<std::size_t>& open = *open_count;
 
  private:
   std::atomic<std::uint64_t> ids_{1};
@@ -70,6 +77,9 @@ class io_engine final : public runtime_extension {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;
 };
+
+/// The acceptor pools' samples, for the metrics (acceptor_pool.cpp).
+void write_pool_metrics(core::runtime_core& rt, metrics_writer& w);
 
 }  // namespace net::detail
 BEAMLET_END_NAMESPACE

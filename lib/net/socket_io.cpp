@@ -13,6 +13,9 @@ namespace net::detail {
 namespace asio = boost::asio;
 
 namespace {
+// A socket's read buffer starts small and doubles while reads fill it, so an idle or trickling
+// connection costs a few KiB and a busy one reads in large chunks.
+constexpr std::size_t first_read = 4 * 1024;
 constexpr std::size_t read_chunk = 64 * 1024;
 constexpr std::size_t max_gather = 16;  // packets per write system call
 }  // namespace
@@ -149,12 +152,33 @@ void socket_state::deliver_ready() {
 
 void socket_state::read_more() {
   if (reading_ || fd_closed_ || eof_ || error_ || !ready_.empty() || !wants_packets()) return;
-  if (buf_.empty())
-    buf_.resize(opts.packet == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk);
+  const std::size_t cap =
+      opts.packet == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk;
+  try {
+    if (buf_.empty()) buf_.resize(std::min(cap, first_read));
+  } catch (const std::bad_alloc&) {
+    fail(make_error_code(net_errc::out_of_memory));
+    deliver_ready();
+    return;
+  }
   reading_ = true;
+  const std::uint64_t serial = ++read_serial_;
   sock.async_read_some(asio::buffer(buf_),
                        [self = shared_from_this()](const boost::system::error_code& ec,
                                                    std::size_t n) { self->on_read(ec, n); });
+  arm_idle_timer(serial);
+}
+
+void socket_state::arm_idle_timer(std::uint64_t serial) {
+  if (!opts.idle_timeout.finite()) return;
+  if (idle_timer_ == nullptr) idle_timer_ = std::make_unique<asio::steady_timer>(io.context());
+  idle_timer_->expires_after(opts.idle_timeout.duration());
+  idle_timer_->async_wait([self = shared_from_this(), serial](const boost::system::error_code& ec) {
+    // Stale when the read it guarded has completed (and another may be pending).
+    if (ec || self->fd_closed_ || !self->reading_ || self->read_serial_ != serial) return;
+    self->fail(make_error_code(net_errc::timed_out));
+    self->deliver_ready();
+  });
 }
 
 void socket_state::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -162,21 +186,32 @@ void socket_state::on_read(const boost::system::error_code& ec, std::size_t n) {
   if (fd_closed_) return;
   if (ec) {
     if (ec == asio::error::operation_aborted) return;
+    // A frame the peer began and never finished is lost: say so, rather than a plain end.
+    const bool cut = in_.pending() != 0;
     if (ec == asio::error::eof) {
       eof_ = true;
+      if (cut && !error_) error_ = make_error_code(net_errc::truncated);
       if (opts.exit_on_close) {
         set_write_error(make_error_code(net_errc::closed));
         wake_writers(true);
         shut_down();
       }
     } else {
-      fail(to_error_code(ec));
+      fail(cut ? make_error_code(net_errc::truncated) : to_error_code(ec));
     }
     deliver_ready();
     return;
   }
-  // Packets completed before a framing error are still delivered, then the error.
-  if (const std::error_code bad = in_.feed(buf_.data(), n, ready_)) fail(bad);
+  try {
+    // Packets completed before a framing error are still delivered, then the error.
+    if (const std::error_code bad = in_.feed(buf_.data(), n, ready_)) fail(bad);
+    const std::size_t cap =
+        opts.packet == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk;
+    if (n == buf_.size() && buf_.size() < cap) buf_.resize(std::min(cap, buf_.size() * 2));
+  } catch (const std::bad_alloc&) {
+    // This socket's frame could not be held: it fails, and only it.
+    fail(make_error_code(net_errc::out_of_memory));
+  }
   deliver_ready();
   read_more();
 }
@@ -188,7 +223,15 @@ void socket_state::on_send(std::string bytes) {
     queued.fetch_sub(bytes.size(), std::memory_order_acq_rel);
     return;
   }
-  out_.push_back(std::move(bytes));
+  const std::size_t size = bytes.size();
+  try {
+    out_.push_back(std::move(bytes));
+  } catch (const std::bad_alloc&) {
+    queued.fetch_sub(size, std::memory_order_acq_rel);
+    fail(make_error_code(net_errc::out_of_memory));
+    deliver_ready();
+    return;
+  }
   write_more();
 }
 
@@ -315,6 +358,7 @@ void socket_state::shut_down() noexcept {
   boost::system::error_code ec;
   if (recv_timer_ != nullptr) recv_timer_->cancel();
   if (send_timer_ != nullptr) send_timer_->cancel();
+  if (idle_timer_ != nullptr) idle_timer_->cancel();
   sock.shutdown(tcp::socket::shutdown_both, ec);
   sock.cancel(ec);
   std::size_t dropped = 0;

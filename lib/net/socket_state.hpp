@@ -73,6 +73,7 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   void report_end(bool& done);
   void read_more();
   void on_read(const boost::system::error_code& ec, std::size_t n);
+  void arm_idle_timer(std::uint64_t serial);
   void write_more();
   void on_written(const boost::system::error_code& ec, std::size_t n);
   void arm_send_timer();
@@ -95,8 +96,10 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   std::optional<recv_wait> recv_;
   std::unique_ptr<boost::asio::steady_timer> recv_timer_;
   std::uint64_t recv_serial_ = 0;  ///< tells a stale recv timer from the current one
-  std::vector<char> buf_;
+  std::vector<char> buf_;          ///< the read buffer: grows while reads fill it (socket_io.cpp)
   bool reading_ = false;
+  std::uint64_t read_serial_ = 0;  ///< tells a stale idle timer from the current one
+  std::unique_ptr<boost::asio::steady_timer> idle_timer_;
   bool eof_ = false;           ///< the peer closed its side
   std::error_code error_;      ///< the read side's final error, if any
   bool end_reported_ = false;  ///< tcp_closed / the final recv error sent

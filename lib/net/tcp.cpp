@@ -62,6 +62,8 @@ std::error_code check(const socket_options& o) {
   if (o.on_full != send_full::wait && o.on_full != send_full::error) return net_errc::bad_options;
   if (static_cast<unsigned>(o.packet) > static_cast<unsigned>(framing::line))
     return net_errc::bad_options;
+  if (o.idle_timeout.finite() && o.idle_timeout.duration().count() <= 0)
+    return net_errc::bad_options;
   return {};
 }
 

@@ -58,7 +58,7 @@ std::optional<std::size_t> number(const query& q, std::string_view key, std::siz
   return v;
 }
 
-answer bad_parameter(std::string_view what) {
+answer bad_parameter(const std::string& what) {
   return answer{400, "text/plain; charset=utf-8",
                 "beamlet: bad parameter " + std::string(what) + "\n"};
 }
@@ -77,9 +77,13 @@ void json_number(std::string& out, std::string_view key, std::uint64_t value) {
   out += std::to_string(value);
 }
 
-answer processes_page(basic_process& self, const query& q, std::size_t default_n) {
-  const auto n = number(q, "n", default_n);
-  if (!n || *n > 100'000) return bad_parameter("n");
+answer processes_page(basic_process& self, const query& q, const http_endpoint_options& opts) {
+  const auto n = number(q, "n", opts.top_n);
+  if (!n || *n > opts.max_page_entries)
+    return bad_parameter("n (at most " + std::to_string(opts.max_page_entries) +
+                         " per page: page on with offset=)");
+  const auto offset = number(q, "offset", 0);
+  if (!offset || *offset > std::size_t{1} << 40) return bad_parameter("offset");
   top_by by = top_by::message_queue_len;
   if (const auto it = q.params.find("by"); it != q.params.end()) {
     if (it->second == "message_queue_len")
@@ -91,11 +95,17 @@ answer processes_page(basic_process& self, const query& q, std::size_t default_n
     else
       return bad_parameter("by");
   }
+  const std::vector<top_entry> ranked = top(self, *offset + *n, by);
+  const std::size_t total = detail::stats_of(*detail::runtime_of(self)).processes;
   std::string out = "{";
   json_field(out, "by", to_string(by), true);
+  json_number(out, "offset", *offset);
+  json_number(out, "total", total);
+  if (*offset + *n < total) json_number(out, "next_offset", *offset + *n);
   out += ",\"processes\":[";
   bool first = true;
-  for (const top_entry& e : top(self, *n, by)) {
+  for (std::size_t i = *offset; i < ranked.size(); ++i) {
+    const top_entry& e = ranked[i];
     if (!first) out += ',';
     first = false;
     out += '{';
@@ -117,14 +127,16 @@ answer processes_page(basic_process& self, const query& q, std::size_t default_n
 // the roots unless their own parent is a supervisor.
 class tree_builder {
  public:
-  tree_builder(basic_process& self, std::size_t max_children)
-      : self_(self), max_children_(max_children) {
+  tree_builder(basic_process& self, std::size_t max_children, std::size_t budget,
+               std::size_t offset)
+      : self_(self), max_children_(max_children), budget_(budget), offset_(offset) {
     for (const auto& s : supervisor_stats(*detail::runtime_of(self)))
       sups_.emplace(s.supervisor, s);
     for (const auto& p : detail::sample_processes(*detail::runtime_of(self)))
       if (sups_.count(p.parent) != 0) children_[p.parent].push_back(p);
   }
 
+  /// Every root supervisor and what is below it.
   std::string render() {
     std::string out = "{\"supervisors\":[";
     bool first = true;
@@ -133,13 +145,29 @@ class tree_builder {
       if (d && sups_.count(d->parent) != 0) continue;  // not a root
       if (!first) out += ',';
       first = false;
-      node(out, pid_, 0);
+      node(out, pid_, 0, 0);
     }
-    return out + "]}\n";
+    return finish(out);
+  }
+
+  /// One supervisor's subtree, its children listed from `offset` on (paging); nullopt when
+  /// `root` is not a supervisor.
+  std::optional<std::string> render(pid root) {
+    if (sups_.count(root) == 0) return std::nullopt;
+    std::string out = "{\"supervisors\":[";
+    node(out, root, 0, offset_);
+    return finish(out);
   }
 
  private:
-  void node(std::string& out, pid p, int depth) {
+  std::string finish(std::string& out) {
+    out += "]";
+    if (truncated_) out += ",\"truncated\":true";
+    return out + "}\n";
+  }
+
+  void node(std::string& out, pid p, int depth, std::size_t from) {
+    if (budget_ != 0) --budget_;
     const auto d = process_info(self_, p);
     out += '{';
     json_field(out, "pid", p.to_string(), true);
@@ -156,12 +184,17 @@ class tree_builder {
     json_number(out, "restarts", sup->second.restarts);
     const auto& kids = children_[p];
     json_number(out, "children_total", kids.size());
+    if (from != 0) json_number(out, "children_offset", from);
     out += ",\"children\":[";
-    const std::size_t shown = std::min(kids.size(), max_children_);
-    for (std::size_t i = 0; i < shown; ++i) {
-      if (i > 0) out += ',';
+    const std::size_t end = std::min(kids.size(), from + max_children_);
+    for (std::size_t i = from; i < end; ++i) {
+      if (budget_ == 0) {  // the answer's size is bounded, whatever the tree's
+        truncated_ = true;
+        break;
+      }
+      if (i > from) out += ',';
       if (depth < 32)
-        node(out, kids[i].id, depth + 1);
+        node(out, kids[i].id, depth + 1, 0);
       else
         out += "{}";  // a cycle cannot happen (pids are never reused); depth is bounded anyway
     }
@@ -170,9 +203,40 @@ class tree_builder {
 
   basic_process& self_;
   std::size_t max_children_;
+  std::size_t budget_;
+  std::size_t offset_;
+  bool truncated_ = false;
   std::map<pid, supervisor_statistics> sups_;
   std::unordered_map<pid, std::vector<detail::process_sample>> children_;
 };
+
+/// `<0.42.0>` (or 0.42.0) as a local pid.
+std::optional<pid> parse_pid(std::string_view s) {
+  if (!s.empty() && s.front() == '<') s.remove_prefix(1);
+  if (!s.empty() && s.back() == '>') s.remove_suffix(1);
+  if (s.substr(0, 2) != "0." || s.size() < 5 || s.substr(s.size() - 2) != ".0") return std::nullopt;
+  const std::string_view digits = s.substr(2, s.size() - 4);
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size() || v == 0) return std::nullopt;
+  return pid(v);
+}
+
+answer tree_page(basic_process& self, const query& q, const http_endpoint_options& opts) {
+  const auto n = number(q, "max_children", opts.tree_max_children);
+  if (!n || *n > opts.max_page_entries)
+    return bad_parameter("max_children (at most " + std::to_string(opts.max_page_entries) + ")");
+  const auto offset = number(q, "offset", 0);
+  if (!offset) return bad_parameter("offset");
+  tree_builder b(self, *n, opts.max_page_entries, *offset);
+  const auto it = q.params.find("supervisor");
+  if (it == q.params.end()) return answer{200, "application/json", b.render()};
+  const auto root = parse_pid(it->second);
+  if (!root) return bad_parameter("supervisor");
+  auto page = b.render(*root);
+  if (!page) return answer{404, "text/plain; charset=utf-8", "beamlet: no such supervisor\n"};
+  return answer{200, "application/json", std::move(*page)};
+}
 
 }  // namespace
 
@@ -185,23 +249,24 @@ http_answer route_http(basic_process& self, const http_endpoint_options& opts,
     const std::string_view query_string =
         qm == std::string_view::npos ? std::string_view() : target.substr(qm + 1);
     try {
+      if (page.respond) {
+        http_response r = page.respond(query_string);
+        return answer{r.status, std::move(r.content_type), std::move(r.body)};
+      }
       return answer{200, page.content_type, page.render(query_string)};
     } catch (const std::exception& e) {
       return answer{500, "text/plain; charset=utf-8", std::string(e.what()) + "\n"};
     }
   }
-  if (q.path == "/metrics")
+  const http_builtin_pages& on = opts.builtin;
+  if (on.metrics && q.path == "/metrics")
     return answer{200, "text/plain; version=0.0.4; charset=utf-8", prometheus_metrics(self)};
-  if (q.path == "/processes") return processes_page(self, q, opts.top_n);
-  if (q.path == "/tree") {
-    const auto n = number(q, "max_children", opts.tree_max_children);
-    if (!n) return bad_parameter("max_children");
-    return answer{200, "application/json", tree_builder(self, *n).render()};
-  }
-  if (q.path == "/")
+  if (on.processes && q.path == "/processes") return processes_page(self, q, opts);
+  if (on.tree && q.path == "/tree") return tree_page(self, q, opts);
+  if (on.index && q.path == "/")
     return answer{200, "text/plain; charset=utf-8",
-                  "beamlet endpoint: /metrics /processes?n=20&by=message_queue_len|memory|"
-                  "reductions /tree?max_children=100\n"};
+                  "beamlet endpoint: /metrics /processes?n=20&offset=0&by=message_queue_len|memory|"
+                  "reductions /tree?max_children=100[&supervisor=<0.N.0>&offset=0]\n"};
   return answer{404, "text/plain; charset=utf-8", "beamlet: no such page\n"};
 }
 

@@ -6,6 +6,8 @@
 // thread takes the whole queue at once and handles it outside the lock. Overload protection
 // is OTP logger's drop mode: past the threshold a push only counts the event, and the thread
 // reports the count once it has caught up.
+#include <pthread.h>
+
 #include <condition_variable>
 #include <deque>
 #include <fstream>
@@ -74,7 +76,10 @@ struct logger::state final : detail::event_sink {
       queue.push_back(std::move(e));
       ++enqueued;
       if (!thread.joinable() && !stop) {
-        thread = std::thread([this] { run(); });
+        thread = std::thread([this] {
+          ::pthread_setname_np(::pthread_self(), "beamlet-log");
+          run();
+        });
       }
       lock.unlock();
       work_cv.notify_one();

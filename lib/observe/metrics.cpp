@@ -3,9 +3,13 @@
 #include <beamlet/metrics.hpp>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <beamlet/detail/core.hpp>
+#include <beamlet/extension.hpp>
 #include <beamlet/logger.hpp>
 #include <beamlet/process.hpp>
 #include <beamlet/runtime.hpp>
@@ -31,35 +35,10 @@ std::string label_value(std::string_view v) {
   return out;
 }
 
-class writer {
- public:
-  void family(std::string_view name, std::string_view type, std::string_view help) {
-    out_ += "# HELP beamlet_";
-    out_ += name;
-    out_ += ' ';
-    out_ += help;
-    out_ += "\n# TYPE beamlet_";
-    out_ += name;
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
-  }
-  void sample(std::string_view name, std::uint64_t value, std::string_view labels = {}) {
-    out_ += "beamlet_";
-    out_ += name;
-    if (!labels.empty()) {
-      out_ += '{';
-      out_ += labels;
-      out_ += '}';
-    }
-    out_ += ' ';
-    out_ += std::to_string(value);
-    out_ += '\n';
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
+/// The collectors the layers above (and applications) added to this runtime.
+struct collector_registry final : runtime_extension {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const metrics_collector>, std::less<>> collectors;
 };
 
 }  // namespace
@@ -67,7 +46,7 @@ class writer {
 namespace {
 std::string render(detail::runtime_core& core, const metrics_options& opts) {
   const detail::runtime_stats s = detail::stats_of(core);
-  writer w;
+  metrics_writer w;
   w.family("processes", "gauge", "Processes alive, mailboxes included.");
   w.sample("processes", s.processes);
   w.family("mailboxes", "gauge", "Open mailboxes (outside threads' identities).");
@@ -81,8 +60,7 @@ std::string render(detail::runtime_core& core, const metrics_options& opts) {
   w.sample("exits_total", s.exits_error, "reason=\"error\"");
   w.family("messages_total", "counter", "Messages that reached a process's queue.");
   w.sample("messages_total", s.messages_delivered);
-  w.family("messages_dropped_total", "counter",
-           "Messages bounded mailboxes refused or dropped.");
+  w.family("messages_dropped_total", "counter", "Messages bounded mailboxes refused or dropped.");
   w.sample("messages_dropped_total", s.messages_dropped);
   w.family("timers", "gauge", "Pending receive timeouts and send_after timers.");
   w.sample("timers", s.timers);
@@ -138,9 +116,72 @@ std::string render(detail::runtime_core& core, const metrics_options& opts) {
   w.sample("logger_events_total", ls.handled);
   w.family("logger_dropped_total", "counter", "Events the logger dropped under overload.");
   w.sample("logger_dropped_total", ls.dropped);
+
+  std::vector<std::shared_ptr<const metrics_collector>> extra;
+  {
+    auto& reg = extension<collector_registry>(core);
+    std::lock_guard lock(reg.mu);
+    for (const auto& [key, c] : reg.collectors) extra.push_back(c);
+  }
+  for (const auto& c : extra) (*c)(w);
   return w.take();
 }
 }  // namespace
+
+void metrics_writer::family(std::string_view name, std::string_view type, std::string_view help) {
+  out_ += "# HELP beamlet_";
+  out_ += name;
+  out_ += ' ';
+  out_ += help;
+  out_ += "\n# TYPE beamlet_";
+  out_ += name;
+  out_ += ' ';
+  out_ += type;
+  out_ += '\n';
+}
+
+void metrics_writer::sample(std::string_view name, std::uint64_t value, std::string_view labels) {
+  out_ += "beamlet_";
+  out_ += name;
+  if (!labels.empty()) {
+    out_ += '{';
+    out_ += labels;
+    out_ += '}';
+  }
+  out_ += ' ';
+  out_ += std::to_string(value);
+  out_ += '\n';
+}
+
+std::string metrics_writer::label(std::string_view key, std::string_view value) {
+  std::string out(key);
+  out += "=\"";
+  out += label_value(value);
+  out += '"';
+  return out;
+}
+
+namespace detail {
+void add_metrics_collector(runtime_core& rt, std::string key, metrics_collector collect) {
+  auto c = std::make_shared<const metrics_collector>(std::move(collect));
+  auto& reg = extension<collector_registry>(rt);
+  std::lock_guard lock(reg.mu);
+  reg.collectors[std::move(key)] = std::move(c);
+}
+void remove_metrics_collector(runtime_core& rt, std::string_view key) {
+  auto& reg = extension<collector_registry>(rt);
+  std::lock_guard lock(reg.mu);
+  if (const auto it = reg.collectors.find(key); it != reg.collectors.end())
+    reg.collectors.erase(it);
+}
+}  // namespace detail
+
+void add_metrics_collector(runtime& rt, std::string key, metrics_collector collect) {
+  detail::add_metrics_collector(rt.core(), std::move(key), std::move(collect));
+}
+void remove_metrics_collector(runtime& rt, std::string_view key) {
+  detail::remove_metrics_collector(rt.core(), key);
+}
 
 std::string prometheus_metrics(runtime& rt, const metrics_options& opts) {
   return render(rt.core(), opts);

@@ -7,6 +7,8 @@ Usage: http_check.py CASE PORT [ARG]
   slow         a client that never finishes its request is disconnected; prints the delay
   concurrent N N clients at once, each on its own connection; prints "200=a 503=b"
   refused      nothing listens on PORT any more
+  app_pages    the application's pages (render and respond) and a built-in page switched off
+  paging POOL  /processes and /tree page through a tree larger than max_page_entries
 Exits 0 on success, 1 with a message on stderr otherwise.
 """
 import http.client
@@ -186,7 +188,46 @@ def app_pages(port):
     expect(body == b"<p>replaced</p>", f"/ body {body!r}")
     status, _, _ = get(port, "/metrics")
     expect(status == 200, f"/metrics next to application pages: {status}")
+    # A page that chooses its status, and a built-in page switched off.
+    status, ctype, body = get(port, "/app/secret")
+    expect(status == 403 and ctype == "text/plain" and body == b"forbidden",
+           f"/app/secret: {status} {ctype} {body!r}")
+    status, _, body = get(port, "/app/secret?token=yes")
+    expect(status == 200 and body == b"the secret", f"/app/secret?token=yes: {status} {body!r}")
+    status, _, _ = get(port, "/tree")
+    expect(status == 404, f"/tree switched off: {status}")
     print("ok")
+
+
+def paging(port, pool):
+    # /processes pages through every process, max_page_entries at a time (3 in the test).
+    status, _, _ = get(port, "/processes?n=4")
+    expect(status == 400, f"n over max_page_entries: {status}")
+    seen = []
+    offset = 0
+    while True:
+        status, _, body = get(port, f"/processes?n=3&offset={offset}")
+        expect(status == 200, f"/processes offset={offset}: {status}")
+        doc = json.loads(body)
+        expect(doc["offset"] == offset, f"offset echoed: {doc}")
+        seen += [p["pid"] for p in doc["processes"]]
+        if "next_offset" not in doc:
+            break
+        offset = doc["next_offset"]
+    expect(len(seen) == len(set(seen)), f"a pid twice: {seen}")
+    expect(len(seen) == doc["total"], f"{len(seen)} listed of {doc['total']}")
+    # /tree holds at most max_page_entries nodes, and pages one supervisor's children.
+    status, _, body = get(port, "/tree")
+    tree = json.loads(body)
+    expect(tree.get("truncated") is True, f"/tree not truncated: {tree}")
+    status, _, body = get(port, f"/tree?supervisor={pool}&offset=2&max_children=2")
+    expect(status == 200, f"/tree?supervisor=: {status}")
+    node = json.loads(body)["supervisors"][0]
+    expect(node["children_offset"] == 2 and len(node["children"]) == 2 and
+           node["children_total"] == 5, f"/tree page {node}")
+    status, _, _ = get(port, "/tree?supervisor=<0.1.0>")
+    expect(status == 404, f"/tree of a non-supervisor: {status}")
+    print(f"ok {len(seen)}")
 
 
 def main():
@@ -203,6 +244,8 @@ def main():
         concurrent(port, int(sys.argv[3]))
     elif case == "app_pages":
         app_pages(port)
+    elif case == "paging":
+        paging(port, sys.argv[3])
     elif case == "refused":
         refused(port)
     else:

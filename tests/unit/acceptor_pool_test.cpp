@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <beamlet/dynamic_supervisor.hpp>
+#include <beamlet/metrics.hpp>
 #include <beamlet/supervisor.hpp>
 
 #include "net_support.hpp"
@@ -109,6 +110,24 @@ TEST(AcceptorPool, OverMaxConnectionsTheNewOnesAreClosed) {
   raw_client d(port);
   d.send("d\n");
   EXPECT_EQ(d.recv_exact(2), "d\n");
+  supervisor::stop(me, sup);
+}
+
+TEST(AcceptorPool, ItsCountersAreInTheMetrics) {
+  runtime rt;
+  mailbox me(rt);
+  const pid sup = start_under_supervisor(me, echo_pool("counted"));
+  raw_client a(port_of(rt, "counted"));
+  a.send("a\n");
+  EXPECT_EQ(a.recv_exact(2), "a\n");
+  const std::string text = prometheus_metrics(rt);
+  EXPECT_NE(text.find("# TYPE beamlet_net_open_sockets gauge"), std::string::npos) << text;
+  EXPECT_NE(text.find("beamlet_net_pool_accepted_total{pool=\"counted\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("beamlet_net_pool_active{pool=\"counted\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("beamlet_net_pool_refused_total{pool=\"counted\"} 0"), std::string::npos);
+  EXPECT_NE(text.find("beamlet_net_pool_accept_errors_total{pool=\"counted\"} 0"),
+            std::string::npos);
   supervisor::stop(me, sup);
 }
 

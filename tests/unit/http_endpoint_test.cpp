@@ -3,12 +3,17 @@
 #include <beamlet/dynamic_supervisor.hpp>
 #include <beamlet/gen_server.hpp>
 #include <beamlet/http_endpoint.hpp>
+#include <beamlet/logger.hpp>
+#include <beamlet/metrics.hpp>
+#include <beamlet/net/tcp.hpp>
 #include <beamlet/supervisor.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -94,7 +99,10 @@ struct system_under_test {
 http_endpoint_options test_options() {
   http_endpoint_options o;
   o.request_timeout = std::chrono::milliseconds(500);
+  o.header_timeout = std::chrono::milliseconds(500);
   o.tree_max_children = 2;
+  // The concurrency tests come from one address, 127.0.0.1.
+  o.max_connections_per_peer = o.max_connections;
   return o;
 }
 
@@ -188,6 +196,13 @@ TEST(HttpEndpoint, UnderASupervisor) {
   ASSERT_TRUE(sup.is_ok()) << sup;
   const auto kids = supervisor::which_children(sys.me, "ops_sup");
   ASSERT_EQ(kids.size(), 1u);
+  // Found through its process: the port it took (0 was asked for) and its counters.
+  const auto found = http_endpoint::find(sys.rt, kids[0].pid);
+  ASSERT_TRUE(found);
+  EXPECT_NE(found->port, 0);
+  EXPECT_EQ(run_client("pages " + std::to_string(found->port)).status, 0);
+  EXPECT_GE(http_endpoint::find(sys.rt, kids[0].pid)->stats.requests, 10u);
+  EXPECT_FALSE(http_endpoint::find(sys.rt, sys.backlog));
   EXPECT_TRUE(sys.rt.is_alive(kids[0].pid));
   supervisor::stop(sys.me, "ops_sup");
   EXPECT_FALSE(sys.rt.is_alive(kids[0].pid));
@@ -196,22 +211,106 @@ TEST(HttpEndpoint, UnderASupervisor) {
 TEST(HttpEndpoint, ApplicationPagesAreServedFirst) {
   system_under_test sys;
   http_endpoint_options o = test_options();
-  o.pages.push_back(
-      {"/app/echo", "text/plain", [](std::string_view q) { return "query=" + std::string(q); }});
-  o.pages.push_back({"/app/throws", "text/plain", [](std::string_view) -> std::string {
+  o.pages.push_back({.path = "/app/echo",
+                     .content_type = "text/plain",
+                     .render = [](std::string_view q) { return "query=" + std::string(q); }});
+  o.pages.push_back({.path = "/app/throws",
+                     .content_type = "text/plain",
+                     .render = [](std::string_view) -> std::string {
                        throw std::runtime_error("render failed");
                      }});
-  o.pages.push_back({"/", "text/html; charset=utf-8",
-                     [](std::string_view) { return std::string("<p>replaced</p>"); }});
+  o.pages.push_back({.path = "/",
+                     .content_type = "text/html; charset=utf-8",
+                     .render = [](std::string_view) { return std::string("<p>replaced</p>"); }});
+  o.pages.push_back({.path = "/app/secret", .respond = [](std::string_view q) {
+                       if (q != "token=yes") return http_response{403, "text/plain", "forbidden"};
+                       return http_response{200, "text/plain", "the secret"};
+                     }});
+  o.builtin.tree = false;
   auto ep = http_endpoint::start(sys.rt, o);
   const auto r = run_client("app_pages " + std::to_string(ep.port()));
   EXPECT_EQ(r.status, 0) << r.out;
-  // A page without a path or without a render function is refused before anything starts.
+  // A page without a path, or without exactly one of render and respond, is refused before
+  // anything starts.
   http_endpoint_options bad;
-  bad.pages.push_back({"app", "text/plain", [](std::string_view) { return std::string(); }});
+  bad.pages.push_back({.path = "app", .render = [](std::string_view) { return std::string(); }});
   EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
-  bad.pages = {{"/app", "text/plain", {}}};
+  bad.pages = {{.path = "/app"}};
   EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+  bad.pages = {{.path = "/app",
+                .render = [](std::string_view) { return std::string(); },
+                .respond = [](std::string_view) { return http_response{}; }}};
+  EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+}
+
+TEST(HttpEndpoint, ANamedEndpointIsFoundByItsName) {
+  system_under_test sys;
+  auto opts = test_options();
+  opts.name = "ops_http";
+  auto sup = supervisor::start_link(sys.me, {"ops_sup"}, [opts] {
+    return supervisor_init(supervisor_flags{}, {child_spec("http", http_endpoint_start(opts))});
+  });
+  ASSERT_TRUE(sup.is_ok()) << sup;
+  const auto ep = sys.rt.whereis("ops_http");
+  ASSERT_TRUE(ep);
+  const auto found = http_endpoint::find(sys.rt, *ep);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(run_client("pages " + std::to_string(found->port)).status, 0);
+  // Its counters are in the metrics, next to the runtime's.
+  const std::string text = prometheus_metrics(sys.rt);
+  EXPECT_NE(text.find("beamlet_http_requests_total{port=\"" + std::to_string(found->port) + "\"}"),
+            std::string::npos)
+      << text;
+  supervisor::stop(sys.me, "ops_sup");
+  EXPECT_FALSE(http_endpoint::find(sys.rt, *ep));
+}
+
+TEST(HttpEndpoint, PagesAreBoundedAndPaged) {
+  system_under_test sys;
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(
+        dynamic_supervisor::start_child(sys.me, "pool", child_spec("", worker_start<worker>()))
+            .has_value());
+  auto opts = test_options();
+  opts.max_page_entries = 3;
+  auto ep = http_endpoint::start(sys.rt, opts);
+  const auto pool = sys.rt.whereis("pool");
+  ASSERT_TRUE(pool);
+  const auto r = run_client("paging " + std::to_string(ep.port()) + " '" + pool->to_string() + "'");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
+// top -H and perf tell the runtime's threads apart by their names.
+TEST(HttpEndpoint, TheRuntimesThreadsAreNamed) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  logger::of(sys.rt).log(log_level::notice, "wake the logger's thread");
+  std::set<std::string> names;
+  ASSERT_TRUE(eventually([&] {
+    names.clear();
+    for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(t.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      names.insert(name);
+    }
+    // Each thread names itself as it starts.
+    return names.count("beamlet-log") == 1 && names.count("beamlet-http") == 1 &&
+           names.count("beamlet-sched-0") == 1 && names.count("beamlet-timer") == 1;
+  })) << "thread names: "
+      << ::testing::PrintToString(names);
+  // The network layer's, once it is used.
+  auto l = net::listen(sys.rt, net::listen_options{});
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(t.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name == "beamlet-io") return true;
+    }
+    return false;
+  }));
 }
 
 TEST(HttpEndpoint, BadOptionsAndATakenPort) {

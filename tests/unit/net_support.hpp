@@ -42,6 +42,19 @@ class raw_client {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd_ < 0) throw std::runtime_error("socket failed");
   }
+  /// connect() from another loopback address (127.0.0.2...), as a second client host would.
+  bool connect_from(const char* local_address, std::uint16_t port) {
+    open();
+    sockaddr_in l{};
+    l.sin_family = AF_INET;
+    l.sin_port = 0;
+    if (::inet_pton(AF_INET, local_address, &l.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&l), sizeof l) != 0) {
+      close();
+      return false;
+    }
+    return connect_open(port);
+  }
   bool connect_open(std::uint16_t port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -96,6 +109,17 @@ class raw_client {
       char buf[4096];
       const ssize_t got = ::recv(fd_, buf, sizeof buf, 0);
       if (got <= 0) return true;
+    }
+  }
+
+  /// True if the peer has closed by now (nothing waited for; data before the end is skipped).
+  bool closed_now() {
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) return false;
+      char buf[4096];
+      const ssize_t got = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (got <= 0) return got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
     }
   }
 

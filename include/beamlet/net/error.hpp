@@ -25,6 +25,8 @@ enum class net_errc {
   bad_options,       ///< an option out of range (see socket_options)
   bad_address,       ///< not an address, or a name that does not resolve
   no_handle,         ///< an empty (moved-from or default) handle
+  truncated,         ///< the peer closed or reset the connection in the middle of a frame
+  out_of_memory,     ///< memory for this socket's data could not be had (only it fails)
 };
 
 const std::error_category& net_category() noexcept;

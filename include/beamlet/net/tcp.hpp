@@ -19,6 +19,11 @@
 // big-endian length prefixes ({packet, N}: sends get the prefix added, receives have it
 // removed), or lines ending in '\n' (the newline is kept, as gen_tcp does). A frame larger
 // than max_packet is an error before anything is allocated for it, and closes the socket.
+// Memory follows the bytes that have arrived, not the length a header announces: an idle
+// connection holds a few KiB, and a frame's buffer grows as its bytes come. If memory for a
+// socket's data cannot be had, that socket fails with net_errc::out_of_memory and nothing else
+// does. A peer that closes or resets the connection in the middle of a frame is reported as
+// net_errc::truncated; idle_timeout closes a connection on which nothing arrives.
 //
 // Writes: `co_await send(self, s, bytes)` queues the bytes and returns; the queue is bounded
 // (send_queue_limit): when a packet does not fit, send waits until it does (send_full::wait; a
@@ -114,6 +119,13 @@ struct socket_options {
   /// open for writing (false: recv and active mode report closed, send still works).
   bool exit_on_close = true;
   bool nodelay = true;  ///< TCP_NODELAY
+  /// A peer that sends nothing for this long has the socket closed with timed_out: slowloris
+  /// protection that no handler has to remember. The clock runs from the moment the socket
+  /// waits for bytes (a recv, or an active mode with credit) until bytes arrive; while
+  /// received packets wait for the owner to take them the socket is not read and the clock
+  /// does not run, so a slow owner is not taken for an idle peer. Infinity (the default), as
+  /// in gen_tcp; otherwise positive.
+  timeout_value idle_timeout = infinity;
 };
 
 /// An identity for messages: every socket a runtime opens has a distinct one.
