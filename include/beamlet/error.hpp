@@ -21,6 +21,9 @@ enum class errc {
   already_named,       ///< register_name: the process already has a name
   invalid_name,        ///< empty name, or the reserved `undefined`
   mailbox_full,        ///< try_send: the target's bounded mailbox refused the message
+  /// try_send to a process on another node: the message cannot be written in the distribution
+  /// format (an atom over 255 characters, a NaN...); it was not sent, and the error is logged
+  not_encodable,
 };
 
 const std::error_category& error_category() noexcept;

@@ -6,13 +6,20 @@
 // cheap: the common reasons carry no payload, the others share one refcounted payload, so a
 // DOWN fan-out to 100k watchers copies no strings.
 //
+// A reason may also carry a value of a layer above the core (with_value): a reason that came
+// from another node keeps its term there (beamlet/dist), so that a pid, a reference or a
+// bitstring inside it survives being relayed to a third process or node. The value rides
+// along: comparisons and printing use the text, and value<T>() hands it back.
+//
 // Thread-safety: an exit_reason may be copied and read from any number of threads.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <iosfwd>
+#include <memory>
 #include <string>
+#include <typeinfo>
 
 #include <beamlet/config.hpp>
 
@@ -67,6 +74,18 @@ class exit_reason {
   /// The exception's demangled type name; empty unless which() == kind::exception.
   const std::string& exception_type() const noexcept;
 
+  /// This reason carrying `value` as well (shutdown with a detail, error and exception reasons;
+  /// the others have nowhere to keep one and are returned as they are).
+  template <class T>
+  exit_reason with_value(T value) const {
+    return with_value(std::make_shared<const T>(std::move(value)), typeid(T));
+  }
+  /// The value attached with with_value, if it is a T.
+  template <class T>
+  const T* value() const noexcept {
+    return static_cast<const T*>(value_of(typeid(T)));
+  }
+
   /// Erlang-style rendering: `normal`, `{shutdown,detail}`, `killed`,
   /// `{exception,std::runtime_error,"boom"}`, or the error term itself.
   std::string to_string() const;
@@ -77,6 +96,8 @@ class exit_reason {
  private:
   struct payload;
   static payload out_of_memory_;  // what from_exception falls back to (never freed)
+  exit_reason with_value(std::shared_ptr<const void> v, const std::type_info& type) const;
+  const void* value_of(const std::type_info& type) const noexcept;
   explicit exit_reason(kind k) noexcept : kind_(k) {}
   exit_reason(kind k, payload* p) noexcept : kind_(k), payload_(p) {}
 

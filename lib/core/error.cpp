@@ -21,6 +21,8 @@ class category final : public std::error_category {
         return "invalid name (empty, or the reserved 'undefined')";
       case errc::mailbox_full:
         return "the process's bounded mailbox is full";
+      case errc::not_encodable:
+        return "the message cannot be encoded for the target's node";
     }
     return "unknown beamlet error";
   }

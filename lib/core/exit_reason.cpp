@@ -15,6 +15,8 @@ struct exit_reason::payload {
   std::atomic<std::uint32_t> refs{1};
   std::string detail;
   std::string type;
+  std::shared_ptr<const void> value{};  // with_value's, of value_type
+  const std::type_info* value_type = nullptr;
 };
 
 namespace {
@@ -106,6 +108,23 @@ exit_reason& exit_reason::operator=(exit_reason&& o) noexcept {
 exit_reason::~exit_reason() {
   if (payload_ != nullptr && payload_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
     delete payload_;
+}
+
+exit_reason exit_reason::with_value(std::shared_ptr<const void> v,
+                                    const std::type_info& type) const {
+  if (payload_ == nullptr) return *this;
+  auto* p = new payload;
+  p->detail = payload_->detail;
+  p->type = payload_->type;
+  p->value = std::move(v);
+  p->value_type = &type;
+  return exit_reason(kind_, p);
+}
+
+const void* exit_reason::value_of(const std::type_info& type) const noexcept {
+  if (payload_ == nullptr || payload_->value_type == nullptr || *payload_->value_type != type)
+    return nullptr;
+  return payload_->value.get();
 }
 
 const std::string& exit_reason::detail() const noexcept {

@@ -164,6 +164,14 @@ void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
 
 send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
                               message_node** give_back) noexcept {
+  if (to.is_remote()) [[unlikely]] {
+    remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+    if (h == nullptr) {
+      destroy_node(n);
+      return send_status::no_process;
+    }
+    return h->send(to, n);
+  }
   pin guard(rt);
   proc* p = rt.table.lookup(to);
   if (p == nullptr) {
@@ -182,6 +190,8 @@ std::error_code status_error(send_status s) noexcept {
       return errc::mailbox_full;
     case send_status::no_process:
       return errc::not_alive;
+    case send_status::refused:
+      return errc::not_encodable;
   }
   return {};
 }

@@ -153,7 +153,7 @@ bool deliver_remote(runtime_core& rt, pid to, message_node* n) noexcept {
     destroy_node(n);
     return false;
   }
-  if (n->type->kind == node_kind::message) return h->send(to, n);
+  if (n->type->kind == node_kind::message) return h->send(to, n) != send_status::no_process;
   bool taken = true;
   switch (kind_of(n)) {
     case signal_kind::link:

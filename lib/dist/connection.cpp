@@ -12,7 +12,9 @@
 #include "connection_tables.hpp"
 #include "epmd.hpp"
 #include "node_state.hpp"
+#include "node_table.hpp"
 #include "stream.hpp"
+#include "term_access.hpp"
 #include "wire.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -40,7 +42,12 @@ net::socket_options raw_options(const node_options& o) {
 class connection {
  public:
   connection(process& self, node_state& node, std::string peer, std::shared_ptr<outbox> box)
-      : self_(self), node_(node), me_(node.self), peer_(std::move(peer)), box_(std::move(box)) {}
+      : self_(self),
+        node_(node),
+        me_(node.self),
+        peer_(std::move(peer)),
+        box_(std::move(box)),
+        foreign_budget_(node.opts.max_foreign_nodes) {}
 
   task<bool> initiate();
   task<bool> accept(net::tcp_socket s);
@@ -63,7 +70,9 @@ class connection {
   bool packet(std::string_view p);
   bool control(const term& ct, term* msg);
   void queue_packet(const term& control, const term* msg = nullptr) {
-    append_packet(wbuf_, control, msg, me_);
+    if (auto r = append_packet(wbuf_, control, msg, me_); !r)
+      node_.log(log_level::error, "distribution: a packet to '" + peer_ +
+                                      "' cannot be encoded, so it is not sent: " + r.error());
   }
   bool current(pid remote) const {
     const std::uint32_t s = remote.node_slot();
@@ -84,9 +93,12 @@ class connection {
   std::uint32_t name_slot_ = 0;
   bool registered_ = false;  // conns[peer_] names this process
   bool connected_ = false;   // the handshake completed
+  std::string cookie_;       // this peer's (set_cookie/2), or the node's
   std::string rbuf_;
   std::string wbuf_;
   connection_tables tables_;
+  /// New node incarnations this peer may still introduce (pids of nodes not yet known).
+  std::size_t foreign_budget_;
 };
 
 // -- handshake --------------------------------------------------------------------------------
@@ -120,6 +132,7 @@ task<bool> connection::initiate() {
     co_return false;
   }
   sock_ = std::move(*c);
+  cookie_ = node_.cookie_for(peer_);
   const std::string hello = name_packet(flag::ours, me_.creation, me_.name);
   if (auto r1 = co_await net::send(self_, sock_, hello); !r1) co_return false;
   stream_reader in(clock_type::now() + o.handshake_timeout);
@@ -171,7 +184,7 @@ task<bool> connection::initiate() {
   const std::uint32_t mine = random_challenge();
   std::string reply = "r";
   put32(reply, mine);
-  reply += digest(node_.cookie, their_challenge);
+  reply += digest(cookie_, their_challenge);
   const std::string reply_packet = frame2(reply);
   if (auto r3 = co_await net::send(self_, sock_, reply_packet); !r3) co_return false;
   auto ack = co_await in.packet2(self_, sock_);
@@ -179,7 +192,7 @@ task<bool> connection::initiate() {
     refuse("no acknowledgement (a wrong cookie?): " + ack.error());
     co_return false;
   }
-  if (ack->size() != 17 || (*ack)[0] != 'a' || ack->substr(1) != digest(node_.cookie, mine)) {
+  if (ack->size() != 17 || (*ack)[0] != 'a' || ack->substr(1) != digest(cookie_, mine)) {
     refuse("the peer's digest is wrong (a different cookie)");
     co_return false;
   }
@@ -263,6 +276,7 @@ task<bool> connection::accept(net::tcp_socket s) {
 
 task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest) {
   const node_options& o = node_.opts;
+  cookie_ = node_.cookie_for(peer_);
   const std::uint32_t mine = random_challenge();
   const std::string challenge = challenge_packet(flag::ours, mine, me_.creation, me_.name);
   if (auto r8 = co_await net::send(self_, sock_, challenge); !r8) co_return false;
@@ -272,13 +286,13 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
     refuse("no challenge reply");
     co_return false;
   }
-  if (reply->substr(5) != digest(node_.cookie, mine)) {
+  if (reply->substr(5) != digest(cookie_, mine)) {
     node_.log(log_level::error, "distribution: connection attempt from node '" + peer_ +
                                     "' rejected: invalid challenge reply (a different cookie)");
     co_return false;
   }
   std::string ack = "a";
-  ack += digest(node_.cookie, get32(reply->data() + 1));
+  ack += digest(cookie_, get32(reply->data() + 1));
   const std::string ack_packet = frame2(ack);
   if (auto r9 = co_await net::send(self_, sock_, ack_packet); !r9) co_return false;
   rest += in.take_rest();
@@ -287,13 +301,15 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
 
 bool connection::established(std::uint64_t /*flags*/, std::uint32_t creation, std::string rest) {
   peer_creation_ = creation;
-  peer_slot_ = intern_node(peer_, creation);
-  name_slot_ = intern_node(peer_, 0);
+  peer_slot_ = intern_pinned(peer_, creation);
+  name_slot_ = intern_pinned(peer_, 0);
   rbuf_ = std::move(rest);
   {
     std::unique_lock lock(node_.mu);
-    auto& e = node_.conns[peer_];
-    e = conn_entry{self_.self(), true, creation, box_};
+    auto it = node_.conns.find(peer_);
+    // disconnect_node during the handshake took us out of the table: the attempt is void.
+    if (it == node_.conns.end() || it->second.process != self_.self()) return false;
+    it->second = conn_entry{self_.self(), true, creation, box_};
     registered_ = true;
   }
   connected_ = true;
@@ -477,28 +493,27 @@ bool connection::packet(std::string_view p) {
   if (p.size() > 8 &&
       p.substr(1, sizeof send_head) == std::string_view(send_head, sizeof send_head)) {
     std::size_t fast = 1 + sizeof send_head;
-    auto unused = decode(p, fast, &me_, false, limits);
-    auto to = unused ? decode(p, fast, &me_, false, limits) : unused;
+    auto unused = decode_counting(p, fast, &me_, false, limits, &foreign_budget_);
+    auto to = unused ? decode_counting(p, fast, &me_, false, limits, &foreign_budget_) : unused;
     if (to && to->is_pid() && fast < p.size()) {
-      auto msg = decode(p, fast, &me_, true, limits);
+      auto msg = decode_counting(p, fast, &me_, true, limits, &foreign_budget_);
       if (!msg || fast != p.size()) {
         refuse("a malformed message: " + (msg ? std::string("bytes after it") : msg.error()));
         return false;
       }
-      if (!to->pid().is_remote())
-        beamlet::detail::send_node(node_.rt(), to->pid(),
-                                   beamlet::detail::make_message(std::move(*msg)));
+      const pid dest = term_access::raw_pid(*to);  // not kept: its slot is not pinned
+      if (!dest.is_remote()) deliver_to_local(node_.rt(), me_, dest, std::move(*msg));
       return true;
     }
   }
-  auto ct = decode(p, at, &me_, true, limits);
+  auto ct = decode_counting(p, at, &me_, true, limits, &foreign_budget_);
   if (!ct) {
     refuse("a malformed control message: " + ct.error());
     return false;
   }
   std::optional<term> msg;
   if (at < p.size()) {
-    auto mt = decode(p, at, &me_, true, limits);
+    auto mt = decode_counting(p, at, &me_, true, limits, &foreign_budget_);
     if (!mt || at != p.size()) {
       refuse("a malformed message: " + (mt ? std::string("bytes after it") : mt.error()));
       return false;
@@ -528,10 +543,14 @@ bool connection::control(const term& ct, term* msg) {
 
 void connection::finish(const std::string& why) {
   const exit_reason lost = exit_reason::error("noconnection");
+  bool mine = false;  // still in the table: we report our end (else whoever removed us did)
   {
     std::unique_lock lock(node_.mu);
     auto it = node_.conns.find(peer_);
-    if (it != node_.conns.end() && it->second.process == self_.self()) node_.conns.erase(it);
+    if (it != node_.conns.end() && it->second.process == self_.self()) {
+      node_.conns.erase(it);
+      mine = true;
+    }
   }
   if (sock_) sock_.close();
   // Commands posted before we left the table: links and monitors they carry are lost too.
@@ -547,10 +566,11 @@ void connection::finish(const std::string& why) {
     for (auto& o : ops) lose_command(o.cmd, lost);
   }
   tables_.lose(node_.rt(), lost);
-  if (connected_) {
+  if (connected_)
     node_.log(log_level::notice, "distribution: connection to '" + peer_ + "' closed: " + why);
+  if (mine && connected_) {
     node_.node_event(peer_, false, true);
-  } else if (registered_) {
+  } else if (mine && registered_) {
     node_.node_event(peer_, false, false);  // monitor_node of a node that could not be reached
   }
 }

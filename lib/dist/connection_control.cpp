@@ -6,6 +6,8 @@
 
 #include "connection_tables.hpp"
 #include "node_state.hpp"
+#include "node_table.hpp"
+#include "term_access.hpp"
 #include "wire.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -17,19 +19,32 @@ namespace core = beamlet::detail;
 
 void queue(std::string& out, const node_incarnation& me, const term& control,
            const term* msg = nullptr) {
-  append_packet(out, control, msg, me);
+  // Only terms the peer sent are echoed here (refs, names): they encode as they came.
+  (void)append_packet(out, control, msg, me);
 }
 
+// Pids are looked at without pinning their node's slot (term_access::raw_pid): a peer may name
+// any node it likes, and only what is kept as a plain pid pins (node_table.cpp).
+pid raw(const term& t) {
+  return term_access::raw_pid(t);
+}
 bool local_pid(const term& t) {
-  return t.is_pid() && !t.pid().is_remote() && t.pid();
+  return t.is_pid() && !raw(t).is_remote() && raw(t);
 }
 bool remote_pid(const term& t) {
-  return t.is_pid() && t.pid().is_remote();
+  return t.is_pid() && raw(t).is_remote();
+}
+/// A pid of the peer itself (any incarnation): what a link, an exit or a monitor from it
+/// must name as its sender.
+bool peer_pid(const term& t, const std::string& peer) {
+  if (!remote_pid(t)) return false;
+  const node_incarnation* n = node_entry(raw(t).node_slot());
+  return n != nullptr && n->name == peer;
 }
 
-void deliver(node_state& node, pid to, term* msg) {
+void deliver(node_state& node, const node_incarnation& me, pid to, term* msg) {
   if (msg == nullptr) return;
-  core::send_node(node.rt(), to, core::make_message(std::move(*msg)));
+  deliver_to_local(node.rt(), me, to, std::move(*msg));
 }
 
 // net_kernel's {is_auth, Node} call, which net_adm:ping makes on connecting: answered `yes`.
@@ -41,8 +56,7 @@ bool kernel_call(node_state& node, const node_incarnation& me, std::string& out,
   const term& request = (*msg)[2];
   if (!request.is_tuple() || request.size() != 2 || !request[0].is_atom("is_auth")) return false;
   const term reply = term::make_tuple({from[1], term::make_atom("yes")});
-  queue(out, me, term::make_tuple({term(ctl::send), term::make_atom(""), term(from[0].pid())}),
-        &reply);
+  queue(out, me, term::make_tuple({term(ctl::send), term::make_atom(""), from[0]}), &reply);
   (void)node;
   return true;
 }
@@ -68,8 +82,8 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
     case ctl::send_sender: {
       const std::size_t to = op == ctl::send_sender ? 2 : 2;
       if (ct.size() < 3 || !ct[to].is_pid()) return bad("send");
-      if (ct[to].pid().is_remote()) return true;  // not ours: dropped, as by a router
-      deliver(node, ct[to].pid(), msg);
+      if (raw(ct[to]).is_remote()) return true;  // not ours: dropped, as by a router
+      deliver(node, me, raw(ct[to]), msg);
       return true;
     }
     case ctl::reg_send:
@@ -82,7 +96,7 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
       return true;
     }
     case ctl::link: {
-      if (ct.size() != 3 || !remote_pid(ct[1]) || !ct[2].is_pid()) return bad("link");
+      if (ct.size() != 3 || !peer_pid(ct[1], peer) || !ct[2].is_pid()) return bad("link");
       const pid from = ct[1].pid();
       const pid to = ct[2].pid();
       if (core::remote_link_in(rt, from, to)) {
@@ -98,7 +112,8 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
     case ctl::exit2:
     case ctl::exit2_tt: {
       const bool tt = op == ctl::exit_tt || op == ctl::exit2_tt;
-      if (ct.size() != (tt ? 5u : 4u) || !remote_pid(ct[1]) || !ct[2].is_pid()) return bad("exit");
+      if (ct.size() != (tt ? 5u : 4u) || !peer_pid(ct[1], peer) || !ct[2].is_pid())
+        return bad("exit");
       const pid from = ct[1].pid();
       const pid to = ct[2].pid();
       const bool via_link = op == ctl::exit || op == ctl::exit_tt;
@@ -107,13 +122,13 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
       return true;
     }
     case ctl::unlink: {
-      if (ct.size() != 3 || !remote_pid(ct[1]) || !ct[2].is_pid()) return bad("unlink");
+      if (ct.size() != 3 || !peer_pid(ct[1], peer) || !ct[2].is_pid()) return bad("unlink");
       tables.links.erase({ct[2].pid(), ct[1].pid()});
       core::remote_unlink_in(rt, ct[1].pid(), ct[2].pid());
       return true;
     }
     case ctl::unlink_id: {
-      if (ct.size() != 4 || !remote_pid(ct[2]) || !ct[3].is_pid()) return bad("unlink_id");
+      if (ct.size() != 4 || !peer_pid(ct[2], peer) || !ct[3].is_pid()) return bad("unlink_id");
       const pid from = ct[2].pid();
       const pid to = ct[3].pid();
       tables.links.erase({to, from});
@@ -124,7 +139,7 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
     case ctl::unlink_id_ack:
       return true;
     case ctl::monitor_p: {
-      if (ct.size() != 4 || !remote_pid(ct[1]) || ct[3].which() != term::type::reference)
+      if (ct.size() != 4 || !peer_pid(ct[1], peer) || ct[3].which() != term::type::reference)
         return bad("monitor");
       const pid watcher = ct[1].pid();
       const term& target_term = ct[2];
@@ -170,12 +185,12 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
       if (it == tables.watching.end()) return true;  // demonitored meanwhile
       watch w = std::move(it->second);
       tables.watching.erase(it);
-      const pid target = ct[1].is_pid() ? ct[1].pid() : w.target;
+      const pid target = peer_pid(ct[1], peer) ? ct[1].pid() : w.target;
       core::remote_down_in(rt, w.watcher, r, target, reason_from_term(ct[4]), std::move(w.name));
       return true;
     }
     case ctl::spawn_request:
-      if (ct.size() != 6 || !remote_pid(ct[2])) return bad("spawn_request");
+      if (ct.size() != 6 || !peer_pid(ct[2], peer)) return bad("spawn_request");
       return handle_spawn_request(node, self, me, out, peer, ct, msg);
     default:
       // Operations this node never advertised (aliases, payload exits): ignored.

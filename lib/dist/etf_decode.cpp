@@ -1,13 +1,17 @@
 // ETF decoding, for bytes from another node: every length is checked against what remains
 // before it is used, and each element of a list, tuple or map needs at least one byte, so no
-// count can make the decoder reserve more than the input could fill.
+// count can make the decoder reserve more than the input could fill. Containers are decoded
+// with a stack of frames on the heap, not by recursion: nesting costs memory, never stack.
 #include <beamlet/dist/etf.hpp>
 
 #include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "etf_tags.hpp"
+#include "node_table.hpp"
+#include "utf8.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
@@ -19,12 +23,45 @@ namespace tag = detail::tag;
 class decoder {
  public:
   decoder(std::string_view in, std::size_t pos, const node_incarnation* self,
-          const decode_limits& limits)
-      : in_(in), pos_(pos), self_(self), limits_(limits) {}
+          const decode_limits& limits, std::size_t* new_nodes)
+      : in_(in), pos_(pos), self_(self), limits_(limits), new_nodes_(new_nodes) {}
 
-  bool any(term& t, std::size_t depth) {
-    if (depth > limits_.max_depth) return fail("nesting deeper than the limit");
-    if (++terms_ > limits_.max_terms) return fail("more terms than the limit");
+  /// One whole term into `out`.
+  bool any(term& out) {
+    stack_.clear();
+    term value;
+    for (;;) {
+      // Read one value: a leaf (or an empty container) whole, or a container's header, which
+      // opens a frame that its children fill.
+      if (!next(value)) return false;
+      // Hand it to its container; a container that is complete goes to its own, and so on.
+      for (;;) {
+        if (stack_.empty()) {
+          out = std::move(value);
+          return true;
+        }
+        frame& f = stack_.back();
+        f.take(std::move(value));
+        if (!f.complete()) break;
+        value = f.finish();
+        stack_.pop_back();
+      }
+    }
+  }
+
+  /// Reads one value. A container with children pushes its frame and leaves `t` alone; the
+  /// caller loops until the frame is complete.
+  bool next(term& t) {
+    for (;;) {
+      if (++terms_ > limits_.max_terms) return fail("more terms than the limit");
+      bool opened = false;
+      if (!value(t, opened)) return false;
+      if (!opened) return true;
+      // A frame was opened: read its first child at once (the frame is never empty).
+    }
+  }
+
+  bool value(term& t, bool& opened) {
     std::uint8_t k;
     if (!u8(k)) return false;
     switch (k) {
@@ -63,14 +100,18 @@ class decoder {
       case tag::new_float: {
         std::uint32_t hi, lo;
         if (!u32(hi) || !u32(lo)) return false;
-        t = term(std::bit_cast<double>((std::uint64_t{hi} << 32) | lo));
+        const double d = std::bit_cast<double>((std::uint64_t{hi} << 32) | lo);
+        if (!std::isfinite(d)) return fail("a float that is not finite");
+        t = term(d);
         return true;
       }
       case tag::float_text: {  // 31 bytes of printf text, from very old nodes
         if (!need(31)) return false;
         const std::string text(in_.substr(pos_, 31).data(), strnlen(in_.data() + pos_, 31));
         pos_ += 31;
-        t = term(std::strtod(text.c_str(), nullptr));
+        const double d = std::strtod(text.c_str(), nullptr);
+        if (!std::isfinite(d)) return fail("a float that is not finite");
+        t = term(d);
         return true;
       }
       case tag::atom_utf8:
@@ -92,10 +133,11 @@ class decoder {
         } else if (!u32(n)) {
           return false;
         }
-        term_list items;
-        if (!elements(n, items, depth)) return false;
-        t = term::make_tuple(std::move(items));
-        return true;
+        if (n == 0) {
+          t = term::make_tuple({});
+          return true;
+        }
+        return open(frame::kind::tuple, n, opened);
       }
       case tag::nil:
         t = term::make_list({});
@@ -111,13 +153,8 @@ class decoder {
       case tag::list: {
         std::uint32_t n;
         if (!u32(n)) return false;
-        term_list items;
-        if (!elements(n, items, depth)) return false;
-        term tl;
-        if (!any(tl, depth + 1)) return false;
-        t = tl.is_nil() ? term::make_list(std::move(items))
-                        : term::make_improper_list(std::move(items), std::move(tl));
-        return true;
+        // n elements and the tail: n + 1 children.
+        return open(frame::kind::list, std::size_t{n} + 1, opened);
       }
       case tag::binary: {
         std::uint32_t n;
@@ -139,15 +176,11 @@ class decoder {
         std::uint32_t n;
         if (!u32(n)) return false;
         if (n > remaining() / 2) return fail("a map longer than its packet");
-        std::vector<std::pair<term, term>> entries;
-        entries.reserve(n);
-        for (std::uint32_t i = 0; i < n; ++i) {
-          term key, value;
-          if (!any(key, depth + 1) || !any(value, depth + 1)) return false;
-          entries.emplace_back(std::move(key), std::move(value));
+        if (n == 0) {
+          t = term::make_map({});
+          return true;
         }
-        t = term::make_map(std::move(entries));
-        return true;
+        return open(frame::kind::map, std::size_t{n} * 2, opened);
       }
       case tag::new_pid:
       case tag::pid:
@@ -218,10 +251,25 @@ class decoder {
       }
       case tag::export_fun: {
         const std::size_t start = pos_ - 1;
-        term m, f, a;
-        if (!any(m, depth + 1) || !any(f, depth + 1) || !any(a, depth + 1)) return false;
-        if (!m.is_atom() || !f.is_atom() || !a.is_integer())
-          return fail("an export fun that is not {atom, atom, arity}");
+        // Module and function atoms, an integer arity: leaves, read in place.
+        for (int part = 0; part < 3; ++part) {
+          std::uint8_t k2;
+          if (!u8(k2)) return false;
+          const bool atom_tag = k2 == tag::atom_utf8 || k2 == tag::small_atom_utf8 ||
+                                k2 == tag::atom_latin1 || k2 == tag::small_atom_latin1;
+          std::string ignored;
+          if (part < 2 && atom_tag) {
+            if (!atom_body(k2, ignored)) return false;
+          } else if (part == 2 && k2 == tag::small_integer) {
+            if (!need(1)) return false;
+            ++pos_;
+          } else if (part == 2 && k2 == tag::integer) {
+            if (!need(4)) return false;
+            pos_ += 4;
+          } else {
+            return fail("an export fun that is not {atom, atom, arity}");
+          }
+        }
         t = term(opaque_fun{std::string(in_.substr(start, pos_ - start))});
         return true;
       }
@@ -284,9 +332,13 @@ class decoder {
     const std::string_view raw = in_.substr(pos_, n);
     pos_ += n;
     if (k == tag::atom_utf8 || k == tag::small_atom_utf8) {
+      const std::size_t chars = detail::utf8_length(raw);
+      if (chars == detail::invalid_utf8) return fail("an atom that is not valid UTF-8");
+      if (chars > detail::max_atom_characters) return fail("an atom over 255 characters");
       name.assign(raw);
       return true;
     }
+    if (raw.size() > detail::max_atom_characters) return fail("an atom over 255 characters");
     name.clear();  // Latin-1 to UTF-8
     for (unsigned char c : raw) {
       if (c < 0x80) {
@@ -308,14 +360,46 @@ class decoder {
     return atom_body(k, name);
   }
 
-  bool elements(std::uint32_t n, term_list& items, std::size_t depth) {
-    if (n > remaining()) return fail("a sequence longer than its packet");
-    items.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      term e;
-      if (!any(e, depth + 1)) return false;
-      items.push_back(std::move(e));
+  /// A container being filled: its children so far, in order (a list's tail last; a map's
+  /// keys and values alternating). Small, as a deep term has one per level.
+  struct frame {
+    enum class kind : std::uint8_t { tuple, list, map };
+    kind what;
+    std::size_t count;  ///< children expected
+    term_list items;
+
+    void take(term&& v) { items.push_back(std::move(v)); }
+    bool complete() const noexcept { return items.size() == count; }
+    term finish() {
+      switch (what) {
+        case kind::tuple:
+          return term::make_tuple(std::move(items));
+        case kind::list: {
+          term tail = std::move(items.back());
+          items.pop_back();
+          return tail.is_nil() ? term::make_list(std::move(items))
+                               : term::make_improper_list(std::move(items), std::move(tail));
+        }
+        case kind::map:
+          break;
+      }
+      std::vector<std::pair<term, term>> entries;
+      entries.reserve(items.size() / 2);
+      for (std::size_t i = 0; i + 1 < items.size(); i += 2)
+        entries.emplace_back(std::move(items[i]), std::move(items[i + 1]));
+      return term::make_map(std::move(entries));
     }
+  };
+
+  /// Opens a frame for `children` children (at least one byte each must remain).
+  bool open(frame::kind what, std::size_t children, bool& opened) {
+    if (children - (what == frame::kind::list ? 1 : 0) > remaining())
+      return fail("a sequence longer than its packet");
+    if (stack_.size() >= limits_.max_depth) return fail("nesting deeper than the limit");
+    frame f{what, children, {}};
+    f.items.reserve(children);
+    stack_.push_back(std::move(f));
+    opened = true;
     return true;
   }
 
@@ -339,9 +423,14 @@ class decoder {
     }
     if ((data & ~beamlet::pid::data_mask) != 0)
       return fail("a pid whose serial is beyond what beamlet can hold (2^16)");
-    const std::uint32_t slot = intern_node(node, creation);
-    if (slot == 0) return fail("too many node incarnations to name this pid");
-    t = term(beamlet::pid::remote(slot, data));
+    const std::size_t budget_before = new_nodes_ != nullptr ? *new_nodes_ : 0;
+    const std::uint32_t slot = detail::intern_held(node, creation, new_nodes_);
+    if (slot == 0)
+      return fail(new_nodes_ != nullptr && budget_before == 0
+                      ? "more new node names than this connection may introduce"
+                      : "too many node incarnations to name this pid");
+    t = term(beamlet::pid::remote(slot, data));  // the term holds the slot now
+    detail::release_node(slot);
     return true;
   }
 
@@ -349,26 +438,36 @@ class decoder {
   std::size_t pos_;
   const node_incarnation* self_;
   const decode_limits& limits_;
+  std::size_t* new_nodes_;  // what the connection may still introduce (null: unbounded)
   std::size_t terms_ = 0;
   std::string error_;
+  std::vector<frame> stack_;
 };
 
 }  // namespace
 
-expected<term, std::string> decode(std::string_view in, std::size_t& pos,
-                                   const node_incarnation* self, bool versioned,
-                                   const decode_limits& limits) {
+namespace detail {
+expected<term, std::string> decode_counting(std::string_view in, std::size_t& pos,
+                                            const node_incarnation* self, bool versioned,
+                                            const decode_limits& limits, std::size_t* new_nodes) {
   if (pos > in.size()) return unexpected(std::string("decode: position past the end"));
-  decoder d(in, pos, self, limits);
+  decoder d(in, pos, self, limits, new_nodes);
   if (versioned) {
     std::uint8_t v = 0;
     if (!d.u8(v) || v != tag::version)
       return unexpected(std::string("not an external term (no version byte 131)"));
   }
   term t;
-  if (!d.any(t, 0)) return unexpected(d.error());
+  if (!d.any(t)) return unexpected(d.error());
   pos = d.pos();
   return t;
+}
+}  // namespace detail
+
+expected<term, std::string> decode(std::string_view in, std::size_t& pos,
+                                   const node_incarnation* self, bool versioned,
+                                   const decode_limits& limits) {
+  return detail::decode_counting(in, pos, self, versioned, limits, nullptr);
 }
 
 expected<term, std::string> from_binary(std::string_view in, const node_incarnation* self,

@@ -2,10 +2,14 @@
 #include <beamlet/dist/etf.hpp>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "etf_tags.hpp"
 #include "node_table.hpp"
+#include "term_access.hpp"
+#include "utf8.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
@@ -27,12 +31,35 @@ void put32(std::string& out, std::uint32_t v) {
   out.append(b, 4);
 }
 
+/// Bytes as they can go into a log line.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7F) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
 class encoder {
  public:
   encoder(std::string& out, const node_incarnation* self) : out_(out), self_(self) {}
 
   bool atom(std::string_view name) {
-    if (name.size() > 255 * 4) return fail("atom too long: " + std::string(name.substr(0, 40)));
+    // What an Erlang node accepts: valid UTF-8, at most 255 characters. Anything else would
+    // make the peer drop the whole connection, so it is refused here, at the send.
+    const std::size_t chars = detail::utf8_length(name);
+    if (chars == detail::invalid_utf8)
+      return fail("an atom that is not valid UTF-8: " + printable(name.substr(0, 40)));
+    if (chars > 255)
+      return fail("an atom of " + std::to_string(chars) +
+                  " characters (at most 255): " + printable(name.substr(0, 40)) + "...");
     if (name.size() < 256) {
       put8(out_, tag::small_atom_utf8);
       put8(out_, static_cast<std::uint8_t>(name.size()));
@@ -97,7 +124,35 @@ class encoder {
     return true;
   }
 
-  bool any(const term& t) {
+  /// The whole term, children after their container's header, without recursion.
+  bool any(const term& root) {
+    struct frame {
+      const term* t;
+      std::size_t next;
+    };
+    std::vector<frame> stack;
+    const auto visit = [&](const term& t) {
+      if (!head(t)) return false;
+      if (detail::term_access::children(t) != 0) stack.push_back({&t, 0});
+      return true;
+    };
+    if (!visit(root)) return false;
+    while (!stack.empty()) {
+      frame& f = stack.back();
+      if (f.next == detail::term_access::children(*f.t)) {
+        // A proper list ends with NIL; an improper one ended with its tail.
+        if (f.t->is_list() && f.t->tail() == nullptr) put8(out_, tag::nil);
+        stack.pop_back();
+        continue;
+      }
+      const term& c = detail::term_access::child(*f.t, f.next++);
+      if (!visit(c)) return false;  // f may dangle from here on
+    }
+    return true;
+  }
+
+  /// A leaf whole, or a container's header (its children follow).
+  bool head(const term& t) {
     switch (t.which()) {
       case term::type::atom:
         return atom(t.atom_name());
@@ -106,6 +161,9 @@ class encoder {
       case term::type::bignum:
         return big(t.big());
       case term::type::floating: {
+        if (!std::isfinite(t.floating()))
+          return fail(std::string("a float that is ") +
+                      (std::isnan(t.floating()) ? "NaN" : "infinite") + " (Erlang has neither)");
         put8(out_, tag::new_float);
         const auto bits = std::bit_cast<std::uint64_t>(t.floating());
         put32(out_, static_cast<std::uint32_t>(bits >> 32));
@@ -132,12 +190,9 @@ class encoder {
           put8(out_, tag::nil);
           return true;
         }
+        if (items.size() > UINT32_MAX) return fail("list too long");
         put8(out_, tag::list);
         put32(out_, static_cast<std::uint32_t>(items.size()));
-        for (const term& e : items)
-          if (!any(e)) return false;
-        if (const term* tl = t.tail()) return any(*tl);
-        put8(out_, tag::nil);
         return true;
       }
       case term::type::tuple: {
@@ -146,22 +201,19 @@ class encoder {
           put8(out_, tag::small_tuple);
           put8(out_, static_cast<std::uint8_t>(items.size()));
         } else {
+          if (items.size() > UINT32_MAX) return fail("tuple too large");
           put8(out_, tag::large_tuple);
           put32(out_, static_cast<std::uint32_t>(items.size()));
         }
-        for (const term& e : items)
-          if (!any(e)) return false;
         return true;
       }
-      case term::type::map: {
+      case term::type::map:
+        if (t.map_entries().size() > UINT32_MAX) return fail("map too large");
         put8(out_, tag::map);
         put32(out_, static_cast<std::uint32_t>(t.map_entries().size()));
-        for (const auto& [k, v] : t.map_entries())
-          if (!any(k) || !any(v)) return false;
         return true;
-      }
       case term::type::pid:
-        return pid(t.pid());
+        return pid(detail::term_access::raw_pid(t));
       case term::type::reference: {
         const reference& r = t.ref();
         if (r.words.empty() || r.words.size() > 5) return fail("a reference needs 1 to 5 words");

@@ -30,26 +30,27 @@ bool node_state::packet_to(pid to, out_command::kind what, pid local, const term
   c.local = local;
   c.remote = to;
   c.ref = ref;
-  if (!append_packet(c.bytes, control, message, self)) {
-    log(log_level::error, "distribution: a signal to " + to.to_string() + " cannot be encoded");
+  if (auto r = append_packet(c.bytes, control, message, self); !r) {
+    log(log_level::error, "distribution: a signal to " + to.to_string() +
+                              " cannot be encoded, so it is not sent: " + r.error());
     return true;
   }
   return post(node->name, std::move(c));
 }
 
-bool node_state::send(pid to, core::message_node* n) noexcept {
+core::send_status node_state::send(pid to, core::message_node* n) noexcept {
   core::node_ptr owned(n);
-  if (!running()) return false;
+  if (!running()) return core::send_status::no_process;
   try {
     std::optional<term> t = message_term(n);
     if (!t) {
       log(log_level::error,
           "distribution: a message of type " + core::demangled_name(*n->type->type) + " sent to " +
               to.to_string() + " was dropped: the type has no term mapping (register_message)");
-      return true;
+      return core::send_status::refused;
     }
     const node_incarnation* node = node_entry(to.node_slot());
-    if (node == nullptr) return false;
+    if (node == nullptr) return core::send_status::no_process;
     // The hot path: SEND's control tuple {2, '', To} written directly, then the message, into
     // this thread's scratch buffer; the outbox takes a copy of the bytes.
     thread_local std::string scratch;
@@ -58,14 +59,20 @@ bool node_state::send(pid to, core::message_node* n) noexcept {
     scratch.push_back('p');
     static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
     scratch.append(send_head, sizeof send_head);
-    if (!encode(term(to), scratch, &self, false) || !add_message(scratch, *t, self)) {
-      log(log_level::error, "distribution: a message to " + to.to_string() + " cannot be encoded");
-      return true;
+    auto r = encode(term(to), scratch, &self, false);
+    if (r) r = add_message(scratch, *t, self);
+    if (!r) {
+      // Refused here rather than sent: the peer would drop the whole connection over it.
+      log(log_level::error, "distribution: a message to " + to.to_string() +
+                                " cannot be encoded, so it is not sent: " + r.error());
+      return core::send_status::refused;
     }
     end_packet(scratch, 0);
-    return post_bytes(node->name, scratch);
+    return post_bytes(node->name, scratch) ? core::send_status::queued
+                                           : core::send_status::no_process;
   } catch (...) {
-    return true;  // out of memory: lost, as a message to a process that cannot take it
+    return core::send_status::queued;  // out of memory: lost, as a message to a process that cannot
+                                       // take it
   }
 }
 
@@ -89,7 +96,11 @@ void node_state::send_named(pid from, std::string_view name, std::string_view no
     out_command c;
     const term control =
         term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
-    if (append_packet(c.bytes, control, &*t, self)) post(target, std::move(c));
+    if (auto r = append_packet(c.bytes, control, &*t, self))
+      post(target, std::move(c));
+    else
+      log(log_level::error, "distribution: a message to {" + std::string(name) + ", " + target +
+                                "} cannot be encoded, so it is not sent: " + r.error());
   } catch (...) {
   }
 }
@@ -139,7 +150,7 @@ pid node_state::monitor_named(pid watcher, std::string_view name, std::string_vi
                               std::uint64_t ref) noexcept {
   try {
     if (!running()) return pid();
-    const std::uint32_t slot = intern_node(node, 0);
+    const std::uint32_t slot = intern_pinned(node, 0);
     if (slot == 0) return pid();
     const pid stand_in = pid::remote(slot, 0);
     out_command c;
@@ -198,6 +209,11 @@ encoder_registry& encoders() {
   static encoder_registry* r = [] {
     auto* reg = new encoder_registry;  // never destroyed: senders may run during exit
     reg->by_type[core::tag_of<std::string>()] = &encode_as<std::string>;
+    // A string literal sent as it is (send(p, "hello")): a binary, as std::string.
+    reg->by_type[core::tag_of<const char*>()] = [](core::message_node* n) {
+      const char* s = core::payload<const char*>(n);
+      return term::make_binary(s != nullptr ? s : "");
+    };
     reg->by_type[core::tag_of<int>()] = &encode_as<int>;
     reg->by_type[core::tag_of<long>()] = &encode_as<long>;
     reg->by_type[core::tag_of<long long>()] = &encode_as<long long>;

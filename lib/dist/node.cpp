@@ -39,6 +39,12 @@ void node_state::log(log_level level, std::string message) const noexcept {
   }
 }
 
+std::string node_state::cookie_for(const std::string& peer) {
+  std::shared_lock lock(mu);
+  if (auto it = node_cookies.find(peer); it != node_cookies.end()) return it->second;
+  return cookie;
+}
+
 pid node_state::ensure_connection_locked(const std::string& node) {
   if (!running() || node == self.name) return pid();
   if (auto it = conns.find(node); it != conns.end()) return it->second.process;
@@ -250,6 +256,8 @@ expected<node_info, std::string> start(runtime& rt, node_options opts) {
                             : std::string("epmd registration timed out"));
   }
   st.self.creation = ready.get<detail::kernel_ready>().creation;
+  st.rex = me.spawn([sp](process& p) { return detail::rex_body(p, *sp); });
+  st.group_leader = me.spawn([sp](process& p) { return detail::group_leader_body(p, *sp); });
   core::set_remote_hooks(rt.core(), &st);
   st.set_running(true);
   me.send(st.kernel, detail::kernel_go{});
@@ -261,6 +269,8 @@ bool stop(runtime& rt) {
   if (!st.running()) return false;
   st.set_running(false);
   st.listener.close();
+  rt.exit(st.rex, exit_reason::kill());
+  rt.exit(st.group_leader, exit_reason::kill());
   {
     std::shared_lock lock(st.mu);
     for (const auto& [name, e] : st.conns)
@@ -274,7 +284,7 @@ bool stop(runtime& rt) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (int i = 0; i < 500 && rt.is_alive(st.kernel); ++i)
+  for (int i = 0; i < 500 && (rt.is_alive(st.kernel) || rt.is_alive(st.rex)); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return true;
 }
@@ -329,12 +339,50 @@ task<bool> connect_node(process& self, std::string node) {
 
 bool disconnect_node(runtime& rt, std::string_view node) {
   auto& st = extension<detail::node_state>(rt);
-  std::shared_lock lock(st.mu);
-  auto it = st.conns.find(std::string(node));
-  if (it == st.conns.end()) return false;
-  core::send_node(rt.core(), it->second.process,
-                  core::make_message(detail::conn_stop{"disconnect_node"}));
+  const std::string name(node);
+  bool was_up = false;
+  {
+    // Out of the table at once, its outbox closed: whatever is sent from now on goes to a new
+    // connection (what was sent before still goes out on this one, as it ends).
+    std::unique_lock lock(st.mu);
+    auto it = st.conns.find(name);
+    // As OTP: only a connection that is up is disconnected. One still being set up is left to
+    // finish (what is sent meanwhile waits in it): cutting it would leave the peer holding a
+    // half-made connection that refuses the next attempt (a simultaneous-connect "nok").
+    if (it == st.conns.end() || !it->second.established) return false;
+    was_up = true;
+    if (const auto& box = it->second.box) {
+      std::lock_guard b(box->mu);
+      box->closed = true;
+    }
+    core::send_node(rt.core(), it->second.process,
+                    core::make_message(detail::conn_stop{"disconnect_node"}));
+    st.conns.erase(it);
+  }
+  st.node_event(name, false, was_up);
   return true;
+}
+
+void set_cookie(runtime& rt, std::string cookie) {
+  auto& st = extension<detail::node_state>(rt);
+  std::unique_lock lock(st.mu);
+  st.cookie = std::move(cookie);
+}
+
+void set_cookie(runtime& rt, std::string_view node, std::string cookie) {
+  auto& st = extension<detail::node_state>(rt);
+  std::unique_lock lock(st.mu);
+  st.node_cookies[std::string(node)] = std::move(cookie);
+}
+
+std::string get_cookie(runtime& rt, std::string_view node) {
+  return extension<detail::node_state>(rt).cookie_for(std::string(node));
+}
+
+std::string get_cookie(runtime& rt) {
+  auto& st = extension<detail::node_state>(rt);
+  std::shared_lock lock(st.mu);
+  return st.cookie;
 }
 
 void monitor_node(basic_process& self, std::string_view node, bool on) {

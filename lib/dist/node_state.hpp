@@ -66,6 +66,8 @@ struct outbox {
 struct outbox_ready {};
 
 /// Sent to a connection by whoever wants it to end (disconnect_node, stop, a replacement).
+/// Whoever removes a connection from the table (the sender, or the connection as it ends)
+/// reports its nodedown.
 struct conn_stop {
   std::string why;
 };
@@ -96,9 +98,15 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   // Set by start() before running_ (then read-only until stop).
   node_options opts;
   node_incarnation self;
-  std::string cookie;
+  std::string cookie;  ///< the node's own (set_cookie(rt, cookie) changes it, under mu)
+  /// Cookies for particular nodes (erlang:set_cookie/2), under mu.
+  std::unordered_map<std::string, std::string> node_cookies;
+  /// The cookie to use with `peer`.
+  std::string cookie_for(const std::string& peer);
   std::uint16_t port = 0;
   pid kernel;
+  pid rex;           ///< serves rpc calls (rpc_client.cpp)
+  pid group_leader;  ///< what rpc_call names as the remote call's group leader
   net::tcp_listener listener;
 
   void set_running(bool on) { running_.store(on, std::memory_order_release); }
@@ -129,7 +137,7 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   void node_event(const std::string& node, bool up, bool was_up);
 
   // -- remote_hooks --------------------------------------------------------------------------
-  bool send(pid to, beamlet::detail::message_node* n) noexcept override;
+  beamlet::detail::send_status send(pid to, beamlet::detail::message_node* n) noexcept override;
   void send_named(pid from, std::string_view name, std::string_view node,
                   beamlet::detail::message_node* n) noexcept override;
   bool link(pid from, pid to) noexcept override;
@@ -162,6 +170,13 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
 /// The message payload of `n` as a term, if its type is registered (register_message).
 std::optional<term> message_term(beamlet::detail::message_node* n);
 
+/// Delivers `msg` to local `to`: as the reply of a call that dist::call made (`{Tag, Reply}`
+/// with a tag of this node's calls), which the caller takes only while it still waits for it
+/// (a late reply is dropped at the door, as OTP's alias drops it); as a plain message
+/// otherwise.
+void deliver_to_local(beamlet::detail::runtime_core& rt, const node_incarnation& me, pid to,
+                      term&& msg);
+
 /// The body of a connection process: as the initiator toward `peer` (with the outbox the
 /// connection table holds for it), or (with an empty peer and no outbox) as the acceptor of the
 /// socket the kernel sends it.
@@ -169,6 +184,9 @@ task<> connection_body(process& self, node_state& node, std::string peer,
                        std::shared_ptr<outbox> box);
 /// The body of the net kernel: publishes the node, accepts connections.
 task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, pid starter);
+/// `rex` and the group leader of rpc calls (rpc_client.cpp).
+task<> rex_body(process& self, node_state& node);
+task<> group_leader_body(process& self, node_state& node);
 
 /// What the kernel tells start() once the node is published (creation 0 and `error` set on
 /// failure); start() answers with kernel_go.

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "node_state.hpp"
+#include "rpc_table.hpp"
 #include "wire.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -21,11 +22,6 @@ namespace dist {
 namespace detail {
 
 namespace core = beamlet::detail;
-
-struct rpc_table final : runtime_extension {
-  std::mutex mu;
-  std::map<std::pair<std::string, std::string>, rpc_function> functions;
-};
 
 namespace {
 
@@ -74,7 +70,7 @@ bool handle_spawn_request(node_state& node, process& self, const node_incarnatio
     }
   }
   auto refuse = [&](const char* why) {
-    append_packet(
+    (void)append_packet(
         out, term::make_tuple({term(ctl::spawn_reply), req, term(from), term(0), atom_of(why)}),
         nullptr, me);
     return true;
@@ -89,28 +85,39 @@ bool handle_spawn_request(node_state& node, process& self, const node_incarnatio
   const term module = (*msg)[1];
   const term function = (*msg)[2];
   const term args = (*msg)[3];
-  std::optional<rpc_function> f;
-  {
-    auto& t = extension<rpc_table>(node.rt());
-    std::lock_guard lock(t.mu);
-    auto it = t.functions.find({module.atom_name(), function.atom_name()});
-    if (it != t.functions.end()) f = it->second;
-  }
+  const std::optional<rpc_function> f =
+      extension<rpc_table>(node.rt()).find(module.atom_name(), function.atom_name());
   node_state* st = &node;
-  const pid worker = self.spawn(
-      [st, peer, f, res, module, function, args, req, from, monitor](process& p) -> task<> {
-        const term reason = outcome(res, f ? &*f : nullptr, module, function, args);
-        if (!monitor) co_return;
-        out_command c;
-        const term down =
-            term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, reason});
-        if (append_packet(c.bytes, down, nullptr, st->self)) st->post(peer, std::move(c));
-      });
+  const pid worker = self.spawn([st, peer, f, res, module, function, args, req, from,
+                                 monitor](process& p) -> task<> {
+    const term reason = outcome(res, f ? &*f : nullptr, module, function, args);
+    if (!monitor) co_return;
+    out_command c;
+    term down =
+        term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, reason});
+    auto written = append_packet(c.bytes, down, nullptr, st->self);
+    if (!written) {
+      // A result ETF cannot carry (an atom over 255 characters, a NaN): the caller gets an
+      // error that says so ({badrpc, {'EXIT', {{unencodable_result, Why}, []}}} from
+      // rpc:call) instead of a connection the peer drops.
+      st->log(log_level::error, "distribution: the result of " + module.atom_name() + ":" +
+                                    function.atom_name() +
+                                    " cannot be encoded: " + written.error());
+      const term failure = term::make_tuple(
+          {res, atom_of("error"),
+           term::make_tuple({atom_of("unencodable_result"), term::make_binary(written.error())}),
+           term::make_list({})});
+      down =
+          term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, failure});
+      written = append_packet(c.bytes, down, nullptr, st->self);
+    }
+    if (written) st->post(peer, std::move(c));
+  });
   if (!error_only) {
-    append_packet(out,
-                  term::make_tuple({term(ctl::spawn_reply), req, term(from), term(monitor ? 2 : 0),
-                                    term(worker)}),
-                  nullptr, me);
+    (void)append_packet(out,
+                        term::make_tuple({term(ctl::spawn_reply), req, term(from),
+                                          term(monitor ? 2 : 0), term(worker)}),
+                        nullptr, me);
   }
   return true;
 }

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "bignum_text.hpp"
+#include "term_access.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
@@ -151,18 +152,95 @@ const term* term::find(const term& key) const {
   return nullptr;
 }
 
-bool operator==(const term& a, const term& b) {
+// -- the special members: no recursion, whatever the depth -------------------------------------
+
+namespace {
+using detail::term_access;
+}  // namespace
+
+term::term(const term& other) {
+  if (!term_access::is_container(other)) {
+    v_ = other.v_;
+    if (v_.index() == pid_index && std::get<beamlet::pid>(v_).is_remote())
+      detail::retain_node(std::get<beamlet::pid>(v_).node_slot());
+    return;
+  }
+  // Shape first, then the children, each a leaf copied or a container shaped and queued.
+  *this = term_access::shape_of(other);
+  std::vector<std::pair<const term*, term*>> todo{{&other, this}};
+  while (!todo.empty()) {
+    const auto [from, to] = todo.back();
+    todo.pop_back();
+    const std::size_t n = term_access::children(*from);
+    for (std::size_t i = 0; i < n; ++i) {
+      const term& c = term_access::child(*from, i);
+      term& d = term_access::child(*to, i);
+      if (term_access::is_container(c)) {
+        d = term_access::shape_of(c);
+        if (term_access::children(c) != 0) todo.emplace_back(&c, &d);
+      } else {
+        d = c;  // a leaf: not a container, so no recursion
+      }
+    }
+  }
+}
+
+term& term::operator=(const term& other) {
+  if (this != &other) {
+    term copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+term& term::operator=(term&& other) noexcept {
+  if (this != &other) {
+    term old(std::move(*this));  // destroyed last, without recursion
+    v_ = std::move(other.v_);
+    if (v_.index() == pid_index) other.v_.emplace<list_data>();
+  }
+  return *this;
+}
+
+void term::release() noexcept {
+  if (v_.index() == pid_index) {
+    const beamlet::pid p = std::get<beamlet::pid>(v_);
+    if (p.is_remote()) detail::release_node(p.node_slot());
+    return;
+  }
+  // Children that have children of their own are moved out before this term's storage goes,
+  // and taken apart the same way, so destruction never nests more than one level.
+  const auto has_children = [](const term& t) { return term_access::children(t) != 0; };
+  std::vector<term> pending;
+  try {
+    for (std::size_t i = 0, n = term_access::children(*this); i < n; ++i) {
+      term& c = term_access::child(*this, i);
+      if (term_access::is_container(c) && has_children(c)) pending.push_back(std::move(c));
+    }
+    while (!pending.empty()) {
+      term t = std::move(pending.back());
+      pending.pop_back();
+      for (std::size_t i = 0, n = term_access::children(t); i < n; ++i) {
+        term& c = term_access::child(t, i);
+        if (term_access::is_container(c) && has_children(c)) pending.push_back(std::move(c));
+      }
+    }  // each t goes with leaves and emptied containers only
+  } catch (...) {
+    // Out of memory for the worklist: what is left is destroyed the ordinary way.
+  }
+}
+
+bool detail::term_access::shallow_equal(const term& a, const term& b) {
   if (a.v_.index() != b.v_.index()) return false;
   switch (a.which()) {
     case term::type::list: {
       const auto& x = std::get<term::list_data>(a.v_);
       const auto& y = std::get<term::list_data>(b.v_);
-      return x.items == y.items && x.tail == y.tail;
+      return x.items.size() == y.items.size() && x.tail.size() == y.tail.size();
     }
     case term::type::tuple:
-      return std::get<term::tuple_data>(a.v_).items == std::get<term::tuple_data>(b.v_).items;
     case term::type::map:
-      return std::get<term::map_data>(a.v_).entries == std::get<term::map_data>(b.v_).entries;
+      return children(a) == children(b);
     case term::type::atom:
       return a.atom_name() == b.atom_name();
     case term::type::integer:
@@ -174,7 +252,7 @@ bool operator==(const term& a, const term& b) {
     case term::type::binary:
       return a.bin() == b.bin();
     case term::type::pid:
-      return a.pid() == b.pid();
+      return raw_pid(a) == raw_pid(b);
     case term::type::reference:
       return a.ref() == b.ref();
     case term::type::port:
@@ -183,6 +261,18 @@ bool operator==(const term& a, const term& b) {
       return a.fun() == b.fun();
   }
   return false;
+}
+
+bool operator==(const term& a, const term& b) {
+  std::vector<std::pair<const term*, const term*>> todo{{&a, &b}};
+  while (!todo.empty()) {
+    const auto [x, y] = todo.back();
+    todo.pop_back();
+    if (!term_access::shallow_equal(*x, *y)) return false;
+    for (std::size_t i = term_access::children(*x); i-- > 0;)
+      todo.emplace_back(&term_access::child(*x, i), &term_access::child(*y, i));
+  }
+  return true;
 }
 
 std::optional<std::string> term_traits<std::string>::from_term(const term& t) {
@@ -269,32 +359,34 @@ void print_float(std::string& out, double d) {
   if (!exp.empty()) out += "e" + exp;
 }
 
-void print(std::string& out, const term& t);
-
-void print_elements(std::string& out, const term_list& items) {
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i != 0) out.push_back(',');
-    print(out, items[i]);
-  }
+/// A charlist of printable characters, which Erlang prints as "text".
+bool text_list(const term& t) {
+  const term_list& items = t.elements();
+  if (items.empty() || t.tail() != nullptr) return false;
+  for (const term& e : items)
+    if (!e.is_integer() || e.integer() < 32 || e.integer() >= 127) return false;
+  return true;
 }
 
-void print(std::string& out, const term& t) {
+/// Prints t if it is printed in one go (a leaf, an empty container, a text list); false for a
+/// container whose children the caller walks.
+bool print_whole(std::string& out, const term& t) {
   switch (t.which()) {
     case term::type::atom:
       if (bare_atom(t.atom_name()))
         out += t.atom_name();
       else
         quoted(out, t.atom_name(), '\'');
-      return;
+      return true;
     case term::type::integer:
       out += std::to_string(t.integer());
-      return;
+      return true;
     case term::type::bignum:
       out += detail::bignum_to_decimal(t.big());
-      return;
+      return true;
     case term::type::floating:
       print_float(out, t.floating());
-      return;
+      return true;
     case term::type::binary: {
       const binary& b = t.bin();
       out += "<<";
@@ -314,61 +406,73 @@ void print(std::string& out, const term& t) {
         }
       }
       out += ">>";
-      return;
+      return true;
     }
-    case term::type::list: {
-      const term_list& items = t.elements();
-      bool text = !items.empty() && t.tail() == nullptr;
-      for (const term& e : items)
-        text = text && e.is_integer() && e.integer() >= 32 && e.integer() < 127;
-      if (text) {
+    case term::type::list:
+      if (!text_list(t)) return false;
+      {
         std::string s;
-        for (const term& e : items) s.push_back(static_cast<char>(e.integer()));
+        for (const term& e : t.elements()) s.push_back(static_cast<char>(e.integer()));
         quoted(out, s, '"');
-        return;
       }
-      out.push_back('[');
-      print_elements(out, items);
-      if (const term* tl = t.tail()) {
-        out.push_back('|');
-        print(out, *tl);
-      }
-      out.push_back(']');
-      return;
-    }
+      return true;
     case term::type::tuple:
-      out.push_back('{');
-      print_elements(out, t.elements());
-      out.push_back('}');
-      return;
-    case term::type::map: {
-      out += "#{";
-      bool first = true;
-      for (const auto& [k, v] : t.map_entries()) {
-        if (!first) out.push_back(',');
-        first = false;
-        print(out, k);
-        out += " => ";
-        print(out, v);
-      }
-      out.push_back('}');
-      return;
-    }
+    case term::type::map:
+      return false;
     case term::type::pid:
-      out += t.pid().to_string();
-      return;
+      out += detail::term_access::raw_pid(t).to_string();
+      return true;
     case term::type::reference: {
       out += "#Ref<" + t.ref().node;
       for (std::uint32_t w : t.ref().words) out += "." + std::to_string(w);
       out.push_back('>');
-      return;
+      return true;
     }
     case term::type::port:
       out += "#Port<" + t.port().node + "." + std::to_string(t.port().id) + ">";
-      return;
+      return true;
     case term::type::fun:
       out += "#Fun<" + std::to_string(t.fun().encoded.size()) + " bytes>";
-      return;
+      return true;
+  }
+  return true;
+}
+
+const char* opening(const term& t) {
+  return t.is_tuple() ? "{" : t.is_map() ? "#{" : "[";
+}
+char closing(const term& t) {
+  return t.is_tuple() || t.is_map() ? '}' : ']';
+}
+/// What goes before child i of t.
+const char* separator(const term& t, std::size_t i) {
+  if (i == 0) return "";
+  if (t.is_map()) return i % 2 == 1 ? " => " : ",";
+  if (t.is_list() && i == t.elements().size()) return "|";  // the improper tail
+  return ",";
+}
+
+void print(std::string& out, const term& root) {
+  if (print_whole(out, root)) return;
+  struct frame {
+    const term* t;
+    std::size_t next;
+  };
+  std::vector<frame> stack{{&root, 0}};
+  out += opening(root);
+  while (!stack.empty()) {
+    frame& f = stack.back();
+    if (f.next == detail::term_access::children(*f.t)) {
+      out.push_back(closing(*f.t));
+      stack.pop_back();
+      continue;
+    }
+    out += separator(*f.t, f.next);
+    const term& c = detail::term_access::child(*f.t, f.next++);
+    if (!print_whole(out, c)) {
+      out += opening(c);
+      stack.push_back({&c, 0});  // f may dangle from here on
+    }
   }
 }
 

@@ -63,19 +63,9 @@ std::string digest(std::string_view cookie, std::uint32_t challenge) {
   return std::string(reinterpret_cast<const char*>(d.data()), d.size());
 }
 
-std::size_t begin_packet(std::string& out, const term& control, const node_incarnation& self) {
-  const std::size_t start = out.size();
-  out.append(4, '\0');
-  out.push_back('p');
-  if (!encode(control, out, &self, true)) {
-    out.resize(start);
-    return std::string::npos;
-  }
-  return start;
-}
-
-bool add_message(std::string& out, const term& message, const node_incarnation& self) {
-  return static_cast<bool>(encode(message, out, &self, true));
+expected<void, std::string> add_message(std::string& out, const term& message,
+                                        const node_incarnation& self) {
+  return encode(message, out, &self, true);
 }
 
 void end_packet(std::string& out, std::size_t start) {
@@ -86,16 +76,19 @@ void end_packet(std::string& out, std::size_t start) {
   out[start + 3] = static_cast<char>(len);
 }
 
-bool append_packet(std::string& out, const term& control, const term* message,
-                   const node_incarnation& self) {
-  const std::size_t start = begin_packet(out, control, self);
-  if (start == std::string::npos) return false;
-  if (message != nullptr && !add_message(out, *message, self)) {
+expected<void, std::string> append_packet(std::string& out, const term& control,
+                                          const term* message, const node_incarnation& self) {
+  const std::size_t start = out.size();
+  out.append(4, '\0');
+  out.push_back('p');
+  auto r = encode(control, out, &self, true);
+  if (r && message != nullptr) r = encode(*message, out, &self, true);
+  if (!r) {
     out.resize(start);
-    return false;
+    return r;
   }
   end_packet(out, start);
-  return true;
+  return {};
 }
 
 term ref_term(std::uint64_t ref, const node_incarnation& self) {

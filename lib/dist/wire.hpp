@@ -89,18 +89,16 @@ std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::
 /// MD5(cookie ++ decimal(challenge)), the proof of knowing the cookie.
 std::string digest(std::string_view cookie, std::uint32_t challenge);
 
-/// Starts a data packet: the 4-byte length (patched by end_packet), 'p', the control tuple.
-/// Returns where the packet starts in `out`.
-std::size_t begin_packet(std::string& out, const term& control, const node_incarnation& self);
-/// Appends the message, when there is one.
-bool add_message(std::string& out, const term& message, const node_incarnation& self);
+/// Appends the message (versioned ETF); why it cannot be encoded, if it cannot.
+expected<void, std::string> add_message(std::string& out, const term& message,
+                                        const node_incarnation& self);
 /// Writes the length of the packet that starts at `start`.
 void end_packet(std::string& out, std::size_t start);
 
-/// A whole data packet (control and optional message) appended to `out`; false (and nothing
-/// appended) when a term cannot be encoded.
-bool append_packet(std::string& out, const term& control, const term* message,
-                   const node_incarnation& self);
+/// A whole data packet (control and optional message) appended to `out`; when a term cannot be
+/// encoded, nothing is appended and the error says why.
+expected<void, std::string> append_packet(std::string& out, const term& control,
+                                          const term* message, const node_incarnation& self);
 
 /// A local ref as a reference term of this node (three words, as OTP makes them).
 term ref_term(std::uint64_t ref, const node_incarnation& self);

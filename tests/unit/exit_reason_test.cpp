@@ -141,4 +141,30 @@ TEST(ExitReason, ExceptionsOfEveryShapeEndOnlyTheProcess) {
                                            "custom_exit", "outer"}));
 }
 
+// A value of a layer above rides along with a reason: copies share it, a process that dies of
+// the reason passes it on, and comparison and printing go by the text.
+TEST(ExitReason, CarriesAValueOfALayerAbove) {
+  struct structured {
+    std::vector<int> parts;
+  };
+  const exit_reason plain = exit_reason::error("{badarg,<9.1.0>}");
+  const exit_reason r = plain.with_value(structured{{1, 2, 3}});
+  ASSERT_NE(r.value<structured>(), nullptr);
+  EXPECT_EQ(r.value<structured>()->parts, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(r.value<int>(), nullptr);  // another type: nothing
+  EXPECT_EQ(plain.value<structured>(), nullptr);
+  EXPECT_EQ(r, plain);
+  EXPECT_EQ(r.to_string(), "{badarg,<9.1.0>}");
+  const exit_reason copy = r;
+  EXPECT_EQ(copy.value<structured>(), r.value<structured>());  // shared, not copied
+  // Reasons without a payload have nowhere to keep one.
+  EXPECT_EQ(exit_reason::normal().with_value(structured{}).value<structured>(), nullptr);
+  // Relayed through a process that dies of it.
+  runtime rt;
+  const auto ended = run_process(rt, [r](process& self) -> task<> { co_await self.exit(r); });
+  ASSERT_TRUE(ended);
+  ASSERT_NE(ended->value<structured>(), nullptr);
+  EXPECT_EQ(ended->value<structured>()->parts.size(), 3u);
+}
+
 }  // namespace beamlet::test

@@ -165,8 +165,15 @@ TEST(HostileClients, AnnouncedButUnsentFramesDoNotGrowTheServer) {
   const std::string after = s.stats();
   const long long vm_growth_mib = (field(after, "vm_kb") - vm_before) / 1024;
   const long long rss_growth_mib = (field(after, "rss_kb") - rss_before) / 1024;
-  EXPECT_LT(vm_growth_mib, 32) << after;
+  // Resident memory is what the connections cost. The address space also moves by whole malloc
+  // arenas (64 MiB each, reserved the first time a thread allocates), so its bound is loose;
+  // before, it grew by 400 MiB plus those.
   EXPECT_LT(rss_growth_mib, 32) << after;
+  EXPECT_LT(vm_growth_mib, 200) << after;
+  std::printf(
+      "400 connections announcing 1 MiB and sending 1 byte: RSS %+lld MiB, address space "
+      "%+lld MiB\n",
+      rss_growth_mib, vm_growth_mib);
   clients.clear();
   EXPECT_TRUE(s.until([](const std::string& l) {
     return field(l, "end.connection_ended_in_the_middle_of_a_frame") == 400;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -198,11 +199,22 @@ TEST(Etf, MalformedInputIsAnErrorNeverACrash) {
     auto d = from_binary(c);
     EXPECT_FALSE(d) << "accepted " << c.size() << " bytes";
   }
-  // Nesting beyond the limit.
+  // Nesting beyond a limit the user sets.
   std::string deep(1, static_cast<char>(131));
   for (int i = 0; i < 2000; ++i) deep += bytes({104, 1});
   deep += bytes({106});
-  EXPECT_FALSE(from_binary(deep));
+  decode_limits shallow;
+  shallow.max_depth = 512;
+  EXPECT_FALSE(from_binary(deep, nullptr, shallow));
+  EXPECT_TRUE(from_binary(deep));  // the default takes it
+  // What an Erlang node never sends, and could not take back.
+  EXPECT_FALSE(from_binary(bytes({131, 119, 2, 0xC0, 0x80})));                // overlong UTF-8
+  EXPECT_FALSE(from_binary(bytes({131, 119, 3, 0xED, 0xA0, 0x80})));          // a surrogate
+  EXPECT_FALSE(from_binary(bytes({131, 70, 0x7F, 0xF8, 0, 0, 0, 0, 0, 0})));  // NaN
+  EXPECT_FALSE(from_binary(bytes({131, 70, 0x7F, 0xF0, 0, 0, 0, 0, 0, 0})));  // infinity
+  std::string long_atom = bytes({131, 118, 1, 0});  // ATOM_UTF8_EXT, 256 bytes
+  long_atom += std::string(256, 'a');
+  EXPECT_FALSE(from_binary(long_atom));
   decode_limits few;
   few.max_terms = 10;
   EXPECT_FALSE(from_binary(*to_binary(parsed("[1,2,3,4,5,6,7,8,9,10,11]")), nullptr, few));
@@ -269,6 +281,106 @@ TEST(Etf, ReasonsMapToTheirTerms) {
   EXPECT_EQ(reason_from_term(parsed("{badarith,[x]}")), exit_reason::error("{badarith,[x]}"));
   const exit_reason ex = exit_reason::exception("std::runtime_error", "boom");
   EXPECT_EQ(reason_from_term(reason_to_term(ex)), ex);
+}
+
+// A reason from another node keeps its term: a pid, a reference, a bitstring inside it come
+// back out exactly, however often the reason is copied or relayed.
+TEST(Etf, ReasonsFromOtherNodesKeepTheirTerms) {
+  const node_incarnation peer{"peer@127.0.0.1", 9};
+  // {badarg, <pid of peer>} and {bits, <<1:3>>}, as Erlang writes them.
+  std::string with_pid = bytes({131, 104, 2, 119, 6});
+  with_pid += "badarg";
+  with_pid += bytes({88, 119, 14});
+  with_pid += "peer@127.0.0.1";
+  with_pid += bytes({0, 0, 0, 90, 0, 0, 0, 0, 0, 0, 0, 9});
+  const auto t = from_binary(with_pid);
+  ASSERT_TRUE(t) << t.error();
+  const exit_reason r = reason_from_term(*t);
+  EXPECT_EQ(r.which(), exit_reason::kind::error);
+  const exit_reason relayed = r;  // as a linked process dying with it would pass it on
+  ASSERT_NE(relayed.value<term>(), nullptr);
+  EXPECT_EQ(*to_binary(reason_to_term(relayed)), with_pid);
+  const term bits = parsed("{bits, x}");
+  term b = bits;
+  b.elements()[1] = term(binary{std::string(1, static_cast<char>(0x20)), 3});
+  EXPECT_EQ(reason_to_term(reason_from_term(b)), b);
+  EXPECT_EQ(reason_from_term(b).to_string(), "{bits,<<1:3>>}");
+  // A reason made in C++ that ETF cannot carry still reaches the other node, as its text.
+  const exit_reason huge = exit_reason::exception(std::string(300, 'T'), "what");
+  EXPECT_TRUE(reason_to_term(huge).is_binary());
+  EXPECT_TRUE(to_binary(reason_to_term(huge)));
+}
+
+// What an Erlang node cannot take is refused by the encoder, with the reason, instead of being
+// sent to a node that would drop the connection over it.
+TEST(Etf, TermsErlangCannotTakeAreRefused) {
+  const auto refused = [](const term& t) {
+    auto b = to_binary(t);
+    return b ? std::string() : b.error();
+  };
+  EXPECT_NE(refused(term::make_atom(std::string(256, 'a'))).find("256 characters"),
+            std::string::npos);
+  EXPECT_EQ(refused(term::make_atom(std::string(255, 'a'))), "");
+  // 255 characters of two bytes each are fine: the limit is on characters.
+  std::string wide;
+  for (int i = 0; i < 255; ++i) wide += "\xC3\xA9";
+  EXPECT_EQ(refused(term::make_atom(wide)), "");
+  EXPECT_NE(refused(term::make_atom("\xFF\xFE")).find("not valid UTF-8"), std::string::npos);
+  EXPECT_NE(refused(term(std::nan(""))).find("NaN"), std::string::npos);
+  EXPECT_NE(refused(term::tuple(1.0, HUGE_VAL)).find("infinite"), std::string::npos);
+  EXPECT_NE(refused(term::make_list({term::make_atom(std::string(300, 'x'))})), "");
+}
+
+// Depth costs heap, never stack: a list nested a million deep decodes, copies, compares,
+// prints, encodes and goes away like any other term.
+TEST(Term, DepthCostsNoStack) {
+  constexpr int depth = 1'000'000;
+  std::string in(1, static_cast<char>(131));
+  for (int i = 0; i < depth; ++i) in += bytes({108, 0, 0, 0, 1});
+  in += bytes({106});
+  for (int i = 0; i < depth; ++i) in += bytes({106});
+  auto t = from_binary(in);
+  ASSERT_TRUE(t) << t.error();
+  {
+    const term copy = *t;
+    EXPECT_TRUE(copy == *t);
+    EXPECT_EQ(*to_binary(copy), in);
+    const std::string text = copy.to_string();
+    EXPECT_EQ(text.size(), 2u * depth + 2);
+    EXPECT_EQ(text.substr(0, 4), "[[[[");
+  }
+  term moved = std::move(*t);
+  moved = term::make_atom("gone");  // the deep one is destroyed here
+  EXPECT_TRUE(moved.is_atom("gone"));
+}
+
+// Node slots that only terms hold are reclaimed when the last such term goes, so pids of more
+// made-up nodes than the table has slots decode one after another; a slot a plain pid was
+// taken from is never reused.
+TEST(Etf, SlotsOfNodesOnlyMentionedAreReclaimed) {
+  const auto pid_of = [](const std::string& node) {
+    std::string b = bytes({131, 88, 119, static_cast<int>(node.size())});
+    b += node;
+    b += bytes({0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1});
+    return b;
+  };
+  const auto kept = from_binary(pid_of("kept@elsewhere"));
+  ASSERT_TRUE(kept);
+  const pid plain = kept->pid();  // a plain pid now: its slot is pinned
+  const std::uint64_t reclaimed_before = node_slot_usage().reclaimed;
+  for (int i = 0; i < 40'000; ++i) {
+    const auto t = from_binary(pid_of("made_up_" + std::to_string(i) + "@nowhere"));
+    ASSERT_TRUE(t) << i << ": " << t.error();
+  }
+  EXPECT_GT(node_slot_usage().reclaimed, reclaimed_before);
+  EXPECT_NE(intern_node("legit@host", 1), 0u);
+  ASSERT_TRUE(node_of(plain));
+  EXPECT_EQ(node_of(plain)->name, "kept@elsewhere");
+  // A term still holding a slot keeps it too.
+  const auto held = from_binary(pid_of("held@elsewhere"));
+  for (int i = 0; i < 40'000; ++i)
+    ASSERT_TRUE(from_binary(pid_of("again_" + std::to_string(i) + "@nowhere")));
+  EXPECT_EQ(*to_binary(*held), pid_of("held@elsewhere"));
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ enum class send_status : std::uint8_t {
   queued,      ///< in the target's inbox
   full,        ///< refused or dropped by the target's bounded mailbox
   no_process,  ///< the target is not alive
+  refused,     ///< a remote target: the distribution layer cannot encode the message
 };
 /// As send_node, and says what became of the message. A message a `reject` mailbox refused is
 /// handed back through `give_back` when it is not null (else destroyed).

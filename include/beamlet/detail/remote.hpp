@@ -23,12 +23,14 @@ namespace detail {
 
 struct message_node;
 class runtime_core;
+enum class send_status : std::uint8_t;
 
 class remote_hooks {
  public:
-  /// A message for remote process `to`; takes `n`. False when the layer cannot take it (no
-  /// node running): the core then treats `to` as dead.
-  virtual bool send(pid to, message_node* n) noexcept = 0;
+  /// A message for remote process `to`; takes `n`. `queued` once it is on its way;
+  /// `no_process` when the layer cannot take it (no node running: the core then treats `to` as
+  /// dead); `refused` when the message cannot be encoded (it is dropped, and logged).
+  virtual send_status send(pid to, message_node* n) noexcept = 0;
   /// Local `from` links to remote `to`. False: as for send.
   virtual bool link(pid from, pid to) noexcept = 0;
   virtual void unlink(pid from, pid to) noexcept = 0;

@@ -38,13 +38,31 @@ struct node_incarnation {
 
 /// The node a remote pid belongs to; nullopt for a local pid.
 std::optional<node_incarnation> node_of(pid p);
-/// The slot (pid::node_slot) of a node incarnation, interned on first use; 0 once all
-/// pid::max_node_slot slots are taken (then pids of that node cannot be represented).
+/// The slot (pid::node_slot) of a node incarnation, interned on first use and kept for the life
+/// of the program; 0 once all pid::max_node_slot slots are taken.
+///
+/// Slots are program-wide. One that only terms from other nodes hold (a node this program never
+/// connected to, mentioned in a message) is released when the last such term goes, and reused
+/// when the table is full; a slot given out as a number (here, or by taking a pid out of a term)
+/// or of a connected node is never reused, so a plain pid keeps naming its process.
 std::uint32_t intern_node(std::string_view name, std::uint32_t creation);
 
+/// How the table of node incarnations is used.
+struct node_slots {
+  std::size_t in_use = 0;       ///< of pid::max_node_slot
+  std::size_t pinned = 0;       ///< never reused (see intern_node)
+  std::uint64_t reclaimed = 0;  ///< slots reused, ever
+};
+node_slots node_slot_usage();
+
+/// What decode accepts. The defaults take what an OTP node sends in practice: the decoder and
+/// every operation on a term (copy, comparison, printing, encoding, destruction) work without
+/// recursion, so nesting is not limited by the stack; memory is bounded by the input's size
+/// (each term takes at least one byte of it) and by max_terms.
 struct decode_limits {
-  std::size_t max_depth = 512;       ///< nested lists, tuples and maps
-  std::size_t max_terms = 1u << 22;  ///< terms made in all (bounds the memory a packet costs)
+  /// Nested lists, tuples and maps; unlimited by default (a deep term costs heap, not stack).
+  std::size_t max_depth = static_cast<std::size_t>(-1);
+  std::size_t max_terms = std::size_t{1} << 28;  ///< terms made in all (about 256 million)
 };
 
 /// Appends the ETF of `t` to `out`: with the version byte (131) first when `versioned`.

@@ -61,9 +61,17 @@ struct node_options {
   std::chrono::milliseconds net_ticktime = std::chrono::seconds(60);
   std::chrono::milliseconds handshake_timeout = std::chrono::seconds(7);
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(7);
-  /// The largest packet accepted from a peer; a larger one closes the connection.
-  std::size_t max_packet = 64u << 20;
+  /// The largest packet accepted from a peer; a larger one closes the connection (with the
+  /// reason logged). 256 MiB, so that what an Erlang node sends in practice arrives: a lower
+  /// limit trades that for a bound on what one packet can cost.
+  std::size_t max_packet = 256u << 20;
+  /// Bounds on the terms decoded from a peer (etf.hpp): by default none but max_terms, for the
+  /// same reason. A packet past a limit closes the connection with the reason logged.
   decode_limits limits;
+  /// Node incarnations one connection may introduce to this node's table (pids of nodes not
+  /// yet known, mentioned in what the peer sends); past it the connection is closed as a
+  /// misbehaving peer. See intern_node for how slots are shared and reclaimed.
+  std::size_t max_foreign_nodes = 4096;
 };
 
 /// A node's identity once started.
@@ -87,8 +95,21 @@ std::optional<node_info> self(basic_process& p);
 std::vector<std::string> nodes(runtime& rt);
 /// Connects to `node` now (net_kernel:connect_node/1); waits until the handshake is done.
 task<bool> connect_node(process& self, std::string node);
-/// Closes the connection to `node` (erlang:disconnect_node/1).
+/// Closes the connection to `node` (erlang:disconnect_node/1). From the moment it returns, the
+/// node is not among nodes(), watchers have had their nodedown, and anything sent to the node
+/// goes on a new connection (made on first use); what was sent before still goes out on the
+/// old one as it closes. False if there was no connection that is up (one still being set up
+/// is left alone, as in OTP).
 bool disconnect_node(runtime& rt, std::string_view node);
+
+/// erlang:set_cookie/1: this node's cookie, for connections made from now on.
+void set_cookie(runtime& rt, std::string cookie);
+/// erlang:set_cookie/2: the cookie for connections with `node` (its own and ours, both ways),
+/// instead of this node's.
+void set_cookie(runtime& rt, std::string_view node, std::string cookie);
+/// erlang:get_cookie/0,1 (the node's own, or the one set for `node`).
+std::string get_cookie(runtime& rt);
+std::string get_cookie(runtime& rt, std::string_view node);
 
 /// What monitor_node and monitor_nodes send.
 struct nodeup {
@@ -123,14 +144,27 @@ void register_message() {
 
 /// A C++ function other nodes can call: it gets the call's arguments and returns its value.
 using rpc_function = std::function<term(const term_list& args)>;
-/// Makes `module:function(Args...)` callable from other nodes with rpc:call and erpc:call.
+/// Makes `module:function(Args...)` callable from other nodes with rpc:call, erpc:call and
+/// rpc_call.
 /// Each call runs in a process of its own; an exception becomes the call's error
 /// ({cpp_exception, What}); a function nobody registered is `undef`, as in Erlang.
 void register_rpc(runtime& rt, std::string module, std::string function, rpc_function f);
 
+/// rpc:call(Node, Module, Function, Args, Timeout) from C++: runs Module:Function(Args...) on
+/// `node` (an Erlang or Elixir node; or a beamlet node, which serves what register_rpc
+/// registered) and returns its value. The error is what rpc:call returns inside
+/// {badrpc, Reason}: `nodedown`, `timeout`, {'EXIT', {undef, ...}} and so on. (As with rpc:call,
+/// a function that itself returns {badrpc, X} is indistinguishable from a failure.) Output the
+/// function prints (io:format) is logged at info level on this node.
+task<expected<term, term>> rpc_call(process& self, std::string node, std::string module,
+                                    std::string function, term_list args,
+                                    timeout_value timeout = std::chrono::seconds(5));
+
 /// exit reasons as terms, both ways: `normal`, `shutdown`, `{shutdown, D}`, `kill`, `killed`,
 /// `noproc`, an error term (parsed from its text when it is Erlang syntax), an exception as
-/// `{exception, Type, What}`.
+/// `{exception, Type, What}`. A reason made by reason_from_term keeps its term
+/// (`r.value<term>()`), and reason_to_term gives that term back unchanged: reasons that come
+/// from other nodes keep their pids, references, funs and bitstrings, however often relayed.
 term reason_to_term(const exit_reason& r);
 exit_reason reason_from_term(const term& t);
 

@@ -14,7 +14,9 @@
 //
 // Values: terms are ordinary values (copyable, comparable with ==, printable in Erlang syntax);
 // no sharing, no thread-safety beyond that of a std::vector. from_term never throws on a term
-// of the wrong shape: it returns std::nullopt.
+// of the wrong shape: it returns std::nullopt. Depth costs no stack: copying, comparing,
+// printing, encoding and destroying a term are iterative, so a list nested a million deep is
+// as safe as a flat one.
 #pragma once
 
 #include <array>
@@ -86,6 +88,14 @@ struct opaque_fun {
 class term;
 using term_list = std::vector<term>;
 
+namespace detail {
+struct term_access;
+// The node table's count of the terms that hold a pid of a node slot (node_table.cpp).
+void retain_node(std::uint32_t slot) noexcept;
+void release_node(std::uint32_t slot) noexcept;
+void pin_node(std::uint32_t slot) noexcept;
+}  // namespace detail
+
 class term {
  public:
   enum class type : std::uint8_t {
@@ -113,10 +123,23 @@ class term {
   term(dist::bignum b);
   term(double d) : v_(d) {}
   term(dist::binary b) : v_(std::move(b)) {}
-  term(beamlet::pid p) : v_(p) {}
+  term(beamlet::pid p) : v_(p) {
+    if (p.is_remote()) detail::retain_node(p.node_slot());
+  }
   term(dist::reference r) : v_(std::move(r)) {}
   term(port_id p) : v_(std::move(p)) {}
   term(opaque_fun f) : v_(std::move(f)) {}
+
+  term(const term& other);
+  term(term&& other) noexcept : v_(std::move(other.v_)) {
+    if (v_.index() == pid_index) other.v_.emplace<list_data>();  // one holder of the pid's slot
+  }
+  term& operator=(const term& other);
+  term& operator=(term&& other) noexcept;
+  ~term() {
+    const std::size_t i = v_.index();
+    if (i == list_index || (i >= tuple_index && i <= pid_index)) release();
+  }
 
   static term make_atom(std::string name) { return term(dist::atom{std::move(name)}); }
   static term make_binary(std::string bytes) { return term(dist::binary{std::move(bytes), 8}); }
@@ -152,7 +175,12 @@ class term {
   const dist::bignum& big() const { return std::get<dist::bignum>(v_); }
   double floating() const { return std::get<double>(v_); }
   const dist::binary& bin() const { return std::get<dist::binary>(v_); }
-  beamlet::pid pid() const { return std::get<beamlet::pid>(v_); }
+  /// The pid (a plain value from now on: its node's slot is kept for good, see intern_node).
+  beamlet::pid pid() const {
+    const beamlet::pid p = std::get<beamlet::pid>(v_);
+    if (p.is_remote()) detail::pin_node(p.node_slot());
+    return p;
+  }
   const dist::reference& ref() const { return std::get<dist::reference>(v_); }
   const port_id& port() const { return std::get<port_id>(v_); }
   const opaque_fun& fun() const { return std::get<opaque_fun>(v_); }
@@ -188,6 +216,11 @@ class term {
   using storage =
       std::variant<list_data, dist::atom, std::int64_t, dist::bignum, double, dist::binary,
                    tuple_data, map_data, beamlet::pid, dist::reference, port_id, opaque_fun>;
+  static constexpr std::size_t list_index = 0, tuple_index = 6, map_index = 7, pid_index = 8;
+  /// The destructor's slow path (term.cpp): children taken apart without recursion, a remote
+  /// pid's slot released.
+  void release() noexcept;
+  friend struct detail::term_access;
   storage v_;
 };
 
