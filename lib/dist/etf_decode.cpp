@@ -11,6 +11,7 @@
 
 #include "etf_tags.hpp"
 #include "node_table.hpp"
+#include "term_access.hpp"
 #include "utf8.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -28,7 +29,6 @@ class decoder {
 
   /// One whole term into `out`.
   bool any(term& out) {
-    stack_.clear();
     term value;
     for (;;) {
       // Read one value: a leaf (or an empty container) whole, or a container's header, which
@@ -44,7 +44,7 @@ class decoder {
         f.take(std::move(value));
         if (!f.complete()) break;
         value = f.finish();
-        stack_.pop_back();
+        stack_.pop();
       }
     }
   }
@@ -364,8 +364,8 @@ class decoder {
   /// keys and values alternating). Small, as a deep term has one per level.
   struct frame {
     enum class kind : std::uint8_t { tuple, list, map };
-    kind what;
-    std::size_t count;  ///< children expected
+    kind what = kind::tuple;
+    std::size_t count = 0;  ///< children expected
     term_list items;
 
     void take(term&& v) { items.push_back(std::move(v)); }
@@ -398,7 +398,7 @@ class decoder {
     if (stack_.size() >= limits_.max_depth) return fail("nesting deeper than the limit");
     frame f{what, children, {}};
     f.items.reserve(children);
-    stack_.push_back(std::move(f));
+    stack_.push(std::move(f));
     opened = true;
     return true;
   }
@@ -441,7 +441,7 @@ class decoder {
   std::size_t* new_nodes_;  // what the connection may still introduce (null: unbounded)
   std::size_t terms_ = 0;
   std::string error_;
-  std::vector<frame> stack_;
+  detail::small_stack<frame, 16> stack_;
 };
 
 }  // namespace

@@ -127,13 +127,13 @@ class encoder {
   /// The whole term, children after their container's header, without recursion.
   bool any(const term& root) {
     struct frame {
-      const term* t;
-      std::size_t next;
+      const term* t = nullptr;
+      std::size_t next = 0;
     };
-    std::vector<frame> stack;
+    detail::small_stack<frame, 32> stack;
     const auto visit = [&](const term& t) {
       if (!head(t)) return false;
-      if (detail::term_access::children(t) != 0) stack.push_back({&t, 0});
+      if (detail::term_access::children(t) != 0) stack.push({&t, 0});
       return true;
     };
     if (!visit(root)) return false;
@@ -142,7 +142,7 @@ class encoder {
       if (f.next == detail::term_access::children(*f.t)) {
         // A proper list ends with NIL; an improper one ended with its tail.
         if (f.t->is_list() && f.t->tail() == nullptr) put8(out_, tag::nil);
-        stack.pop_back();
+        stack.pop();
         continue;
       }
       const term& c = detail::term_access::child(*f.t, f.next++);

@@ -167,19 +167,20 @@ term::term(const term& other) {
   }
   // Shape first, then the children, each a leaf copied or a container shaped and queued.
   *this = term_access::shape_of(other);
-  std::vector<std::pair<const term*, term*>> todo{{&other, this}};
+  detail::small_stack<std::pair<const term*, term*>, 32> todo;
+  todo.push({&other, this});
   while (!todo.empty()) {
     const auto [from, to] = todo.back();
-    todo.pop_back();
+    todo.pop();
     const std::size_t n = term_access::children(*from);
     for (std::size_t i = 0; i < n; ++i) {
       const term& c = term_access::child(*from, i);
       term& d = term_access::child(*to, i);
       if (term_access::is_container(c)) {
         d = term_access::shape_of(c);
-        if (term_access::children(c) != 0) todo.emplace_back(&c, &d);
+        if (term_access::children(c) != 0) todo.push({&c, &d});
       } else {
-        d = c;  // a leaf: not a container, so no recursion
+        term_access::copy_leaf(d, c);
       }
     }
   }
@@ -264,13 +265,21 @@ bool detail::term_access::shallow_equal(const term& a, const term& b) {
 }
 
 bool operator==(const term& a, const term& b) {
-  std::vector<std::pair<const term*, const term*>> todo{{&a, &b}};
+  // Compared level by level: the pairs still to compare wait on a stack, not in recursion.
+  detail::small_stack<std::pair<const term*, const term*>, 32> todo;
+  todo.push({&a, &b});
   while (!todo.empty()) {
     const auto [x, y] = todo.back();
-    todo.pop_back();
+    todo.pop();
     if (!term_access::shallow_equal(*x, *y)) return false;
-    for (std::size_t i = term_access::children(*x); i-- > 0;)
-      todo.emplace_back(&term_access::child(*x, i), &term_access::child(*y, i));
+    for (std::size_t i = term_access::children(*x); i-- > 0;) {
+      const term& cx = term_access::child(*x, i);
+      const term& cy = term_access::child(*y, i);
+      if (term_access::is_container(cx))
+        todo.push({&cx, &cy});
+      else if (!term_access::shallow_equal(cx, cy))
+        return false;
+    }
   }
   return true;
 }
@@ -455,23 +464,24 @@ const char* separator(const term& t, std::size_t i) {
 void print(std::string& out, const term& root) {
   if (print_whole(out, root)) return;
   struct frame {
-    const term* t;
-    std::size_t next;
+    const term* t = nullptr;
+    std::size_t next = 0;
   };
-  std::vector<frame> stack{{&root, 0}};
+  detail::small_stack<frame, 32> stack;
+  stack.push({&root, 0});
   out += opening(root);
   while (!stack.empty()) {
     frame& f = stack.back();
     if (f.next == detail::term_access::children(*f.t)) {
       out.push_back(closing(*f.t));
-      stack.pop_back();
+      stack.pop();
       continue;
     }
     out += separator(*f.t, f.next);
     const term& c = detail::term_access::child(*f.t, f.next++);
     if (!print_whole(out, c)) {
       out += opening(c);
-      stack.push_back({&c, 0});  // f may dangle from here on
+      stack.push({&c, 0});  // f may dangle from here on
     }
   }
 }

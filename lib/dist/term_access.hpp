@@ -3,11 +3,46 @@
 // what the iterative walks (copy, comparison, printing, encoding) step through.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
 #include <beamlet/config.hpp>
 #include <beamlet/dist/term.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {
+
+/// A stack that keeps its first N elements inline: the iterative walks over a term need one
+/// entry per level of nesting, and most terms are a few levels deep, so most walks allocate
+/// nothing for it.
+template <class T, std::size_t N>
+class small_stack {
+ public:
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t size() const noexcept { return size_; }
+  void push(T v) {
+    if (size_ < N)
+      inline_[size_] = std::move(v);
+    else
+      more_.push_back(std::move(v));
+    ++size_;
+  }
+  T& back() noexcept { return size_ <= N ? inline_[size_ - 1] : more_.back(); }
+  void pop() {
+    if (size_ > N)
+      more_.pop_back();
+    else
+      inline_[size_ - 1] = T{};
+    --size_;
+  }
+
+ private:
+  std::array<T, N> inline_{};
+  std::size_t size_ = 0;
+  std::vector<T> more_;
+};
 
 struct term_access {
   static beamlet::pid raw_pid(const term& t) { return std::get<beamlet::pid>(t.v_); }
@@ -65,6 +100,12 @@ struct term_access {
         break;
     }
     return out;
+  }
+  /// Makes `to` (an empty list, as shape_of leaves children) a copy of the leaf `from`.
+  static void copy_leaf(term& to, const term& from) {
+    to.v_ = from.v_;
+    if (to.v_.index() == term::pid_index && std::get<beamlet::pid>(to.v_).is_remote())
+      retain_node(std::get<beamlet::pid>(to.v_).node_slot());
   }
   static bool is_container(const term& t) noexcept {
     const std::size_t i = t.v_.index();

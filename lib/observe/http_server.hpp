@@ -121,6 +121,8 @@ class http_session : public std::enable_shared_from_this<http_session> {
   void write(http_answer&& a, unsigned version, bool head);
   void close();
 
+  /// The accept loop counted this session in its peer's connections (close uncounts it).
+  void counted_in_peer() noexcept { peer_counted_ = true; }
   std::size_t queued() const noexcept { return queued_; }
   std::chrono::steady_clock::time_point queued_since() const noexcept { return queued_since_; }
 
@@ -132,6 +134,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   bool keep_alive_ = true;
   bool closed_ = false;
   bool first_ = true;  // no request read yet: header_timeout applies
+  bool peer_counted_ = false;
   std::size_t queued_ = 0;
   std::chrono::steady_clock::time_point queued_since_{};
 

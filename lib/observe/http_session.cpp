@@ -96,8 +96,9 @@ void http_session::close() {
   impl_->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
   impl_->stream.close();
   st_->open.fetch_sub(1, std::memory_order_relaxed);
-  if (auto it = st_->per_peer.find(peer_); it != st_->per_peer.end() && --it->second == 0)
-    st_->per_peer.erase(it);
+  if (peer_counted_)
+    if (auto it = st_->per_peer.find(peer_); it != st_->per_peer.end() && --it->second == 0)
+      st_->per_peer.erase(it);
   st_->sessions.erase(this);  // may destroy *this: nothing after
 }
 
@@ -215,27 +216,34 @@ void http_endpoint::state::accept(const std::shared_ptr<state>& self) {
       return;
     }
     self->backoff = std::chrono::milliseconds(0);
-    boost::system::error_code pe;
-    if (self->opts.send_buffer != 0)
-      s.set_option(asio::socket_base::send_buffer_size(static_cast<int>(self->opts.send_buffer)),
-                   pe);
-    const auto remote = s.remote_endpoint(pe);
-    std::string peer = pe ? std::string() : remote.address().to_string();
-    self->connections.fetch_add(1, std::memory_order_relaxed);
-    self->open.fetch_add(1, std::memory_order_relaxed);
-    std::size_t& from_peer = self->per_peer[peer];
-    ++from_peer;
-    auto sess = std::make_shared<detail::http_session>(std::move(s), self, std::move(peer));
-    self->sessions.emplace(sess.get(), sess);
-    if (self->sessions.size() > self->opts.max_connections) {
-      self->rejected.fetch_add(1, std::memory_order_relaxed);
-      sess->reject("too many connections");
-    } else if (from_peer > self->opts.max_connections_per_peer) {
-      self->rejected.fetch_add(1, std::memory_order_relaxed);
-      self->rejected_per_peer.fetch_add(1, std::memory_order_relaxed);
-      sess->reject("too many connections from this address");
-    } else {
-      sess->start();
+    std::shared_ptr<detail::http_session> sess;
+    try {
+      boost::system::error_code pe;
+      if (self->opts.send_buffer != 0)
+        s.set_option(asio::socket_base::send_buffer_size(static_cast<int>(self->opts.send_buffer)),
+                     pe);
+      const auto remote = s.remote_endpoint(pe);
+      std::string peer = pe ? std::string() : remote.address().to_string();
+      sess = std::make_shared<detail::http_session>(std::move(s), self, peer);
+      // Counted as soon as the session exists: its close() uncounts it, whatever follows.
+      self->connections.fetch_add(1, std::memory_order_relaxed);
+      self->open.fetch_add(1, std::memory_order_relaxed);
+      self->sessions.emplace(sess.get(), sess);
+      const std::size_t from_peer = ++self->per_peer[peer];
+      sess->counted_in_peer();
+      if (self->sessions.size() > self->opts.max_connections) {
+        self->rejected.fetch_add(1, std::memory_order_relaxed);
+        sess->reject("too many connections");
+      } else if (from_peer > self->opts.max_connections_per_peer) {
+        self->rejected.fetch_add(1, std::memory_order_relaxed);
+        self->rejected_per_peer.fetch_add(1, std::memory_order_relaxed);
+        sess->reject("too many connections from this address");
+      } else {
+        sess->start();
+      }
+    } catch (...) {
+      // Out of memory for this connection: it is dropped (its socket closes), the next is taken.
+      if (sess) sess->close();
     }
     self->accept(self);
   });

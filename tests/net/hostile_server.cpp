@@ -106,7 +106,6 @@ int main(int argc, char** argv) {
   runtime rt;
   mailbox me(rt);
   std::optional<http_endpoint> ep;
-  pid idle_parent;
   if (mode == "frames") {
     net::acceptor_pool_options o;
     o.name = "frames";
@@ -182,9 +181,9 @@ int main(int argc, char** argv) {
         const auto s = ep->stats();
         out << " http_open=" << s.open_connections << " http_connections=" << s.connections
             << " http_requests=" << s.requests << " http_answers=" << s.answers
-            << " http_rejected=" << s.rejected
-            << " http_timeouts=" << s.timeouts << " http_accept_errors=" << s.accept_errors
-            << " http_queued_bytes=" << s.queued_bytes << " http_slow_closed=" << s.slow_closed;
+            << " http_rejected=" << s.rejected << " http_timeouts=" << s.timeouts
+            << " http_accept_errors=" << s.accept_errors << " http_queued_bytes=" << s.queued_bytes
+            << " http_slow_closed=" << s.slow_closed;
       }
       out << ends.line();
       std::cout << out.str() << std::endl;

@@ -10,8 +10,15 @@
 // `noconnection`; a dead or unknown target gives `noproc`; a restarted node's old pids are dead.
 // Messages from other nodes arrive as `term` (term.hpp); a message sent to a remote pid is
 // encoded from a `term` or from a type registered with register_message<T>() (the common
-// standard types are registered already). A message of a type with no mapping is not sent: it
-// is logged as an error (a programming error, found by the first test that sends it).
+// standard types and string literals are registered already). A message of a type with no
+// mapping, or a term an Erlang node cannot take (an atom over 255 characters or not UTF-8, a
+// NaN), is not sent: it is logged as an error, and try_send says errc::not_encodable. Exit
+// reasons from other nodes keep their terms (reason_from_term), pids and bitstrings included.
+//
+// Limits against a careless or hostile peer (node_options): packets up to max_packet (256 MiB),
+// terms as deep as they come (the decoder does not recurse), at most max_foreign_nodes unknown
+// node incarnations introduced per connection. A peer past one is disconnected, with the
+// reason logged; nothing else is affected.
 //
 // The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global` and
 // `pg` ignore it, and every node that talks to it connects to it directly. The cookie
