@@ -32,8 +32,16 @@ elseif(BEAMLET_SANITIZE STREQUAL "thread")
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 12)
     add_compile_options(-Wno-tsan)
   endif()
+elseif(BEAMLET_SANITIZE STREQUAL "fuzz")
+  # libFuzzer's coverage instrumentation on top of ASan+UBSan, for tests/fuzz (Clang only).
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "BEAMLET_SANITIZE=fuzz needs Clang (libFuzzer)")
+  endif()
+  set(BEAMLET_SANITIZER_FLAGS -fsanitize=address,undefined,fuzzer-no-link
+                              -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 elseif(BEAMLET_SANITIZE)
-  message(FATAL_ERROR "BEAMLET_SANITIZE must be '', 'address' or 'thread', got '${BEAMLET_SANITIZE}'")
+  message(FATAL_ERROR
+    "BEAMLET_SANITIZE must be '', 'address', 'thread' or 'fuzz', got '${BEAMLET_SANITIZE}'")
 endif()
 if(BEAMLET_SANITIZER_FLAGS)
   add_compile_options(${BEAMLET_SANITIZER_FLAGS})

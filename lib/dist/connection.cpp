@@ -164,16 +164,15 @@ task<bool> connection::initiate() {
     refuse("refused by the peer (" + status->substr(status->empty() ? 0 : 1) + ")");
     co_return false;
   }
-  auto ch = co_await in.packet2(self_, sock_);
-  if (!ch || ch->size() < 19 || (*ch)[0] != 'N') {
+  auto got = co_await in.packet2(self_, sock_);
+  const auto ch = got ? parse_challenge(*got) : std::nullopt;
+  if (!ch) {
     refuse("bad challenge");
     co_return false;
   }
-  const std::uint64_t flags = get64(ch->data() + 1);
-  const std::uint32_t their_challenge = get32(ch->data() + 9);
-  const std::uint32_t creation = get32(ch->data() + 13);
-  const std::size_t nlen = get16(ch->data() + 17);
-  if (ch->size() < 19 + nlen || ch->substr(19, nlen) != peer_) {
+  const std::uint64_t flags = ch->flags;
+  const std::uint32_t creation = ch->creation;
+  if (ch->name != peer_) {
     refuse("the peer answered with another name");
     co_return false;
   }
@@ -184,7 +183,7 @@ task<bool> connection::initiate() {
   const std::uint32_t mine = random_challenge();
   std::string reply = "r";
   put32(reply, mine);
-  reply += digest(cookie_, their_challenge);
+  reply += digest(cookie_, ch->challenge);
   const std::string reply_packet = frame2(reply);
   if (auto r3 = co_await net::send(self_, sock_, reply_packet); !r3) co_return false;
   auto ack = co_await in.packet2(self_, sock_);
@@ -192,7 +191,7 @@ task<bool> connection::initiate() {
     refuse("no acknowledgement (a wrong cookie?): " + ack.error());
     co_return false;
   }
-  if (ack->size() != 17 || (*ack)[0] != 'a' || ack->substr(1) != digest(cookie_, mine)) {
+  if (const auto d = parse_challenge_ack(*ack); !d || *d != digest(cookie_, mine)) {
     refuse("the peer's digest is wrong (a different cookie)");
     co_return false;
   }
@@ -203,13 +202,12 @@ task<bool> connection::accept(net::tcp_socket s) {
   sock_ = std::move(s);
   const node_options& o = node_.opts;
   stream_reader in(clock_type::now() + o.handshake_timeout);
-  auto name = co_await in.packet2(self_, sock_);
-  if (!name || name->size() < 15 || (*name)[0] != 'N') co_return false;  // not a version-6 peer
-  const std::uint64_t flags = get64(name->data() + 1);
-  const std::uint32_t creation = get32(name->data() + 9);
-  const std::size_t nlen = get16(name->data() + 13);
-  if (name->size() < 15 + nlen || nlen == 0) co_return false;
-  peer_ = name->substr(15, nlen);
+  auto got = co_await in.packet2(self_, sock_);
+  auto name = got ? parse_name(*got) : std::nullopt;
+  if (!name) co_return false;  // not a version-6 peer
+  const std::uint64_t flags = name->flags;
+  const std::uint32_t creation = name->creation;
+  peer_ = std::move(name->name);
   if ((flags & flag::required) != flag::required || peer_.find('@') == std::string::npos) {
     const std::string no = frame2("snot_allowed");
     auto sent = co_await net::send(self_, sock_, no);
@@ -281,18 +279,19 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
   const std::string challenge = challenge_packet(flag::ours, mine, me_.creation, me_.name);
   if (auto r8 = co_await net::send(self_, sock_, challenge); !r8) co_return false;
   stream_reader in(clock_type::now() + o.handshake_timeout);
-  auto reply = co_await in.packet2(self_, sock_);
-  if (!reply || reply->size() != 21 || (*reply)[0] != 'r') {
+  auto got = co_await in.packet2(self_, sock_);
+  const auto reply = got ? parse_challenge_reply(*got) : std::nullopt;
+  if (!reply) {
     refuse("no challenge reply");
     co_return false;
   }
-  if (reply->substr(5) != digest(cookie_, mine)) {
+  if (reply->digest != digest(cookie_, mine)) {
     node_.log(log_level::error, "distribution: connection attempt from node '" + peer_ +
                                     "' rejected: invalid challenge reply (a different cookie)");
     co_return false;
   }
   std::string ack = "a";
-  ack += digest(cookie_, get32(reply->data() + 1));
+  ack += digest(cookie_, reply->challenge);
   const std::string ack_packet = frame2(ack);
   if (auto r9 = co_await net::send(self_, sock_, ack_packet); !r9) co_return false;
   rest += in.take_rest();
@@ -465,21 +464,20 @@ bool connection::dispatch(std::string&& data) {
     rbuf_.append(data);
   std::size_t pos = 0;
   bool ok = true;
-  while (ok && rbuf_.size() - pos >= 4) {
-    const std::uint32_t len = get32(rbuf_.data() + pos);
-    if (len > node_.opts.max_packet) {
+  while (ok) {
+    std::string_view p;
+    std::uint32_t len = 0;
+    const cut_result r = cut_packet(rbuf_, pos, node_.opts.max_packet, p, len);
+    if (r == cut_result::need_more) break;
+    if (r == cut_result::too_large) {
       refuse("a packet of " + std::to_string(len) + " bytes, over the limit");
       return false;
     }
-    if (rbuf_.size() - pos - 4 < len) break;
-    const std::string_view p(rbuf_.data() + pos + 4, len);
-    pos += 4 + len;
-    if (len == 0) continue;  // a tick
-    if (p[0] != 'p') {
+    if (r == cut_result::not_data) {
       refuse("a packet that is not a pass-through data packet");
       return false;
     }
-    ok = packet(p);
+    if (r == cut_result::data) ok = packet(p);
   }
   rbuf_.erase(0, pos);
   return ok;

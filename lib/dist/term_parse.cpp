@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "bignum_text.hpp"
@@ -116,12 +117,18 @@ class parser {
       if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
         ++i_;
         if (i_ < s_.size() && (s_[i_] == '-' || s_[i_] == '+')) ++i_;
+        const std::size_t exponent = i_;
         while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+        if (i_ == exponent) return fail("expected the exponent's digits");
       }
     }
     const std::string text(s_.substr(start, i_ - start));
     if (is_float) {
-      t = term(std::strtod(text.c_str(), nullptr));
+      // As in Erlang, a float literal out of a double's range is an error, not an infinity
+      // (which no term can hold: ETF and every peer refuse it).
+      const double d = std::strtod(text.c_str(), nullptr);
+      if (!std::isfinite(d)) return fail("a float out of range");
+      t = term(d);
       return true;
     }
     std::int64_t v = 0;

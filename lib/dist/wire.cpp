@@ -56,6 +56,45 @@ std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::
   return frame2(b);
 }
 
+std::optional<name_fields> parse_name(std::string_view p) {
+  if (p.size() < 15 || p[0] != 'N') return std::nullopt;
+  const std::size_t nlen = get16(p.data() + 13);
+  if (nlen == 0 || p.size() < 15 + nlen) return std::nullopt;
+  return name_fields{get64(p.data() + 1), get32(p.data() + 9), std::string(p.substr(15, nlen))};
+}
+
+std::optional<challenge_fields> parse_challenge(std::string_view p) {
+  if (p.size() < 19 || p[0] != 'N') return std::nullopt;
+  const std::size_t nlen = get16(p.data() + 17);
+  if (p.size() < 19 + nlen) return std::nullopt;
+  return challenge_fields{get64(p.data() + 1), get32(p.data() + 9), get32(p.data() + 13),
+                          std::string(p.substr(19, nlen))};
+}
+
+std::optional<reply_fields> parse_challenge_reply(std::string_view p) {
+  if (p.size() != 21 || p[0] != 'r') return std::nullopt;
+  return reply_fields{get32(p.data() + 1), std::string(p.substr(5))};
+}
+
+std::optional<std::string> parse_challenge_ack(std::string_view p) {
+  if (p.size() != 17 || p[0] != 'a') return std::nullopt;
+  return std::string(p.substr(1));
+}
+
+cut_result cut_packet(std::string_view buf, std::size_t& pos, std::size_t max_packet,
+                      std::string_view& packet, std::uint32_t& length) {
+  if (buf.size() - pos < 4) return cut_result::need_more;
+  length = get32(buf.data() + pos);
+  if (length > max_packet) return cut_result::too_large;
+  if (buf.size() - pos - 4 < length) return cut_result::need_more;
+  const std::string_view p = buf.substr(pos + 4, length);
+  if (length != 0 && p[0] != 'p') return cut_result::not_data;
+  pos += 4 + length;
+  if (length == 0) return cut_result::tick;
+  packet = p;
+  return cut_result::data;
+}
+
 std::string digest(std::string_view cookie, std::uint32_t challenge) {
   std::string text(cookie);
   text += std::to_string(challenge);

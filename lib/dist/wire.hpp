@@ -6,6 +6,7 @@
 #include <beamlet/config.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -86,6 +87,42 @@ std::string name_packet(std::uint64_t flags, std::uint32_t creation, std::string
 /// The acceptor's challenge ('N' with a challenge).
 std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::uint32_t creation,
                              std::string_view name);
+// Reading the handshake's packets (their 2-byte length already taken off). Each returns
+// nothing for a packet that is not what it should be; the connection then refuses the peer.
+struct name_fields {  ///< the initiator's name packet
+  std::uint64_t flags = 0;
+  std::uint32_t creation = 0;
+  std::string name;
+};
+struct challenge_fields {  ///< the acceptor's challenge
+  std::uint64_t flags = 0;
+  std::uint32_t challenge = 0;
+  std::uint32_t creation = 0;
+  std::string name;
+};
+struct reply_fields {  ///< the initiator's challenge reply
+  std::uint32_t challenge = 0;
+  std::string digest;
+};
+/// A version-6 name packet ('N'): a non-empty name, the whole of it present.
+std::optional<name_fields> parse_name(std::string_view p);
+std::optional<challenge_fields> parse_challenge(std::string_view p);
+std::optional<reply_fields> parse_challenge_reply(std::string_view p);
+/// The acceptor's acknowledgement ('a' and a 16-byte digest): the digest.
+std::optional<std::string> parse_challenge_ack(std::string_view p);
+
+/// Cutting the connected phase's stream into packets (4-byte lengths).
+enum class cut_result {
+  need_more,  ///< no whole packet at `pos`
+  tick,       ///< an empty packet
+  data,       ///< a pass-through data packet, in `packet` (its 'p' first)
+  too_large,  ///< a length over max_packet (the stream cannot go on)
+  not_data,   ///< a packet that is not a pass-through data packet (likewise)
+};
+/// Takes the packet at `pos` (moving past it unless need_more or an error).
+cut_result cut_packet(std::string_view buf, std::size_t& pos, std::size_t max_packet,
+                      std::string_view& packet, std::uint32_t& length);
+
 /// MD5(cookie ++ decimal(challenge)), the proof of knowing the cookie.
 std::string digest(std::string_view cookie, std::uint32_t challenge);
 

@@ -65,6 +65,22 @@ TEST(Term, ParseErrorsSayWhere) {
   EXPECT_FALSE(term::parse(deep));
 }
 
+// Found by the term_parse fuzz target: an out-of-range literal became an infinity, which no
+// peer accepts and which printed as an atom (inf); an exponent without digits was ignored.
+TEST(Term, FloatLiteralsOutOfRangeOrWithoutExponentDigitsAreRefused) {
+  for (const char* bad :
+       {"1.0e309", "-1.0e309", "184461.0e308744073709551616", "1.0e", "1.5e+", "[2.0e-]"}) {
+    auto t = term::parse(bad);
+    EXPECT_FALSE(t) << bad << " parsed as " << (t ? t->to_string() : "");
+  }
+  auto tiny = term::parse("1.0e-400");  // underflows to zero, as in Erlang
+  ASSERT_TRUE(tiny);
+  EXPECT_EQ(*term::parse(tiny->to_string()), *tiny);
+  auto big = term::parse("1.7976931348623157e308");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(*term::parse(big->to_string()), *big);
+}
+
 TEST(Term, StandardTypesMapBothWays) {
   const std::vector<int> v{1, 2, 3};
   EXPECT_EQ(to_term(v).to_string(), "[1,2,3]");
