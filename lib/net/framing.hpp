@@ -1,8 +1,9 @@
 // Cutting a received byte stream into packets (socket_options::packet). I/O thread only.
 //
 // Memory follows the bytes that have arrived, never the bytes a header announces: a frame's
-// buffer grows as its bytes come (each step at most doubling what is held, and never past the
-// announced length), so a peer announcing 1 GiB and sending one byte costs one byte, and a
+// buffer grows as its bytes come (each step asks for at most double what is held and never
+// more than the announced length; the standard library may round a request up to twice the
+// previous capacity), so a peer announcing 1 GiB and sending one byte costs one byte, and a
 // length over max_packet is an error before anything is allocated. An allocation that fails
 // throws std::bad_alloc out of feed() with the framer unchanged for the bytes not taken; the
 // socket then fails (net_errc::out_of_memory) and nothing else does.
