@@ -177,7 +177,11 @@ TEST(NetFaults, AHugeAnnouncedFrameIsRefusedWithoutAllocatingIt) {
   runtime rt;
   recording_server srv(rt, prefixed(1 << 20));
   raw_client c(srv.port);
-  c.send(std::string("\x7f\xff\xff\xff", 4) + "only a few bytes");  // announces 2 GiB
+  // Built in two steps: GCC 12 at -O2 reports a bogus out-of-bounds memcpy for
+  // `std::string(...) + "literal"` here (its -Warray-bounds false positive on string moves).
+  std::string frame("\x7f\xff\xff\xff", 4);  // announces 2 GiB
+  frame += "only a few bytes";
+  c.send(frame);
   ASSERT_TRUE(eventually([&] { return srv.ended().size() == 1; }));
   EXPECT_EQ(srv.ended()[0], net::net_errc::packet_too_large);
   EXPECT_TRUE(c.closed_by_peer());
