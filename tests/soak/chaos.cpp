@@ -43,11 +43,11 @@ task<> kill_one(process& self, world& w, victim v) {
 }
 
 // A running child of `sup`, picked by the seed; null if it has none running now.
-template <class Children>
-pid pick(std::mt19937_64& rng, const Children& kids) {
+template <class Children, class Filter = bool (*)(pid)>
+pid pick(std::mt19937_64& rng, const Children& kids, Filter may = [](pid) { return true; }) {
   std::vector<pid> running;
   for (const child_info& k : kids)
-    if (k.pid && k.status == child_info::state::running) running.push_back(k.pid);
+    if (k.pid && k.status == child_info::state::running && may(k.pid)) running.push_back(k.pid);
   return running.empty() ? pid() : running[rng() % running.size()];
 }
 
@@ -57,7 +57,7 @@ task<> chaos(process& self, world& w, external_node* peer, external_node* erl) {
   heartbeat& hb = w.add_beat("chaos");
   std::mt19937_64 rng(w.opt.seed);
   auto next_erl_kill = clock::now() + std::chrono::seconds(10 + rng() % 10);
-  clock::time_point stall_end{};
+  clock::time_point stall_end{}, next_erl_check{};
   while (!w.stopping.load()) {
     co_await self.sleep(25ms);
     hb.beat();
@@ -65,6 +65,10 @@ task<> chaos(process& self, world& w, external_node* peer, external_node* erl) {
     if (w.peer_stalled.load() && now >= stall_end) {
       peer->resume();
       w.peer_stalled.store(false);
+    }
+    if (erl != nullptr && now >= next_erl_check) {
+      next_erl_check = now + 1s;
+      if (erl->restart_if_exited()) w.erl_restarts.fetch_add(1, std::memory_order_relaxed);
     }
     if (erl != nullptr && now >= next_erl_kill) {
       erl->kill();
@@ -84,7 +88,7 @@ task<> chaos(process& self, world& w, external_node* peer, external_node* erl) {
         const auto sup = w.rt->whereis(sessions_name);
         if (!sup) continue;
         const auto kids = co_await dynamic_supervisor::which_children(self, *sup, 5s);
-        v = {pick(rng, kids), *sup, true};
+        v = {pick(rng, kids, chaos_may_kill), *sup, true};
       } else if (roll < 550) {
         const auto sup = w.rt->whereis(sinks_name);
         if (!sup) continue;

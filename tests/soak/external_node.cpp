@@ -64,6 +64,18 @@ bool external_node::running() const {
   return child_ != 0;
 }
 
+bool external_node::restart_if_exited() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (child_ == 0) return false;
+    int status = 0;
+    if (::waitpid(child_, &status, WNOHANG) != child_) return false;
+    child_ = 0;
+    stopped_ = false;
+  }
+  return start();
+}
+
 std::vector<std::string> external_node::erl_argv(const std::string& name,
                                                  const std::string& cookie) {
   return {"erl", "-name", name, "-setcookie", cookie, "-noshell", "-noinput", "-eval",

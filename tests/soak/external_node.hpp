@@ -29,6 +29,9 @@ class external_node {
   void stall();
   void resume();
   bool running() const;
+  /// Starts it again if it has exited on its own (an erl that found its name still taken in
+  /// epmd, just after a kill); true if it was restarted.
+  bool restart_if_exited();
 
   /// `erl` with an echo registered as soak_echo: {From, X} -> From ! {echoed, X, self()}.
   static std::vector<std::string> erl_argv(const std::string& name, const std::string& cookie);

@@ -112,7 +112,7 @@ task<> session_churn(process& self, world& w, std::uint64_t seed) {
       } else {
         const std::size_t i = rng() % live.size();
         const pid p = live[i];
-        if (rng() % 16 == 0) {
+        if (rng() % 16 == 0 && churn_may_terminate(p)) {
           const sup_result<void> r = co_await dynamic_supervisor::terminate_child(self, sup, p, 5s);
           if (r) w.sessions_stopped.fetch_add(1, std::memory_order_relaxed);
           live[i] = live.back();

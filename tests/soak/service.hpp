@@ -81,6 +81,17 @@ std::string sink_name(int i);
 /// Starts soak_top linked to `me`; the tree's pids are found by name from then on.
 beamlet::start_result start_service(beamlet::mailbox& me, world& w);
 
+/// Sessions are split between the churn, which may terminate_child those with an even pid
+/// serial, and the chaos, which may kill those with an odd one. A session both killed and
+/// terminated at once would be restarted or not depending on which signal its supervisor saw
+/// first (both are correct), and the restart count could not be checked exactly.
+inline bool churn_may_terminate(beamlet::pid p) {
+  return p.serial() % 2 == 0;
+}
+inline bool chaos_may_kill(beamlet::pid p) {
+  return !churn_may_terminate(p);
+}
+
 /// The session worker's start, for DynamicSupervisor.start_child.
 beamlet::child_spec session_spec(world& w);
 
