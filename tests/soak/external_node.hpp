@@ -1,5 +1,5 @@
 // A node in its own OS process that the soak talks to over distribution: the second beamlet
-// node (tests/dist/dist_peer) or an `erl` node. The chaos stalls it (SIGSTOP, then SIGCONT),
+// node (tests/dist/dist_peer.cpp) or an `erl` node. The chaos stalls it (SIGSTOP, then SIGCONT),
 // kills it (SIGKILL) and starts it again under the same name. Its output goes to /dev/null.
 // Thread-safe: the chaos process and the main thread both drive it.
 #pragma once

@@ -43,7 +43,7 @@ int usage(bool ok) {
       "  --minutes N   run length in minutes, 1..1440\n"
       "  --seed S      the chaos' seed (default: from the clock; printed either way)\n"
       "  --sessions N  session workers under the DynamicSupervisor, 10..100000 (default 2000)\n"
-      "  --peer PATH   the second beamlet node's program (tests/dist/dist_peer)\n"
+      "  --peer PATH   the second beamlet node's program (build-dev/tests/dist_peer)\n"
       "  --no-erl      no erl node (it is used when `erl` is on PATH)\n"
       "  --verbose     a progress line every 10 s\n",
       ok ? stdout : stderr);
