@@ -1,5 +1,9 @@
 // Listening and accepting, on the I/O thread.
+#include <unistd.h>
+
 #include <utility>
+
+#include <beamlet/detail/socket_fd.hpp>
 
 #include "errors.hpp"
 #include "listener_state.hpp"
@@ -25,7 +29,15 @@ std::error_code acceptor_core::open() {
   const auto address = asio::ip::make_address(opts.address, ec);
   if (ec) return make_error_code(net_errc::bad_address);
   const tcp::endpoint ep(address, opts.port);
-  if (acceptor.open(ep.protocol(), ec); ec) return to_error_code(ec);
+  // Close-on-exec from the start (beamlet/detail/socket_fd.hpp): a child process that held
+  // this listener would keep taking connections into its backlog after close().
+  const int fd = ::beamlet::detail::open_tcp_socket(ep.protocol().family());
+  if (fd < 0) return std::error_code(errno, std::system_category());
+  if (acceptor.assign(ep.protocol(), fd, ec); ec) {
+    ::close(fd);
+    return to_error_code(ec);
+  }
+  protocol_ = ep.protocol();
   if (opts.reuse_address) {
     if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec)
       return to_error_code(ec);
@@ -77,10 +89,38 @@ void acceptor_core::accept_more() {
   }
   if (accepting_ || waiters_.empty() || !acceptor.is_open()) return;
   accepting_ = true;
-  acceptor.async_accept(
-      [self = shared_from_this()](const boost::system::error_code& ec, tcp::socket s) {
-        self->on_accepted(ec, std::move(s));
-      });
+  // Readiness, then accept4 ourselves: Asio's accept makes descriptors a child would inherit.
+  acceptor.async_wait(
+      tcp::acceptor::wait_read,
+      [self = shared_from_this()](const boost::system::error_code& ec) { self->on_readable(ec); });
+}
+
+void acceptor_core::on_readable(const boost::system::error_code& ec) {
+  if (ec) {
+    on_accepted(ec, tcp::socket(io.context()));
+    return;
+  }
+  const int fd = ::beamlet::detail::accept_tcp_socket(acceptor.native_handle());
+  if (fd < 0) {
+    // Nothing after all (another accept took it), or a connection that ended while it waited
+    // in the backlog: wait for the next one, as Asio's accept does.
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EPROTO) {
+      accepting_ = false;
+      accept_more();
+      return;
+    }
+    on_accepted(boost::system::error_code(errno, boost::system::system_category()),
+                tcp::socket(io.context()));
+    return;
+  }
+  tcp::socket s(io.context());
+  boost::system::error_code assigned;
+  if (s.assign(protocol_, fd, assigned); assigned) {
+    ::close(fd);
+    on_accepted(assigned, tcp::socket(io.context()));
+    return;
+  }
+  on_accepted({}, std::move(s));
 }
 
 void acceptor_core::on_accepted(const boost::system::error_code& ec, tcp::socket s) {

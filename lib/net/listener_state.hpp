@@ -47,6 +47,7 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
   void accept_more();
+  void on_readable(const boost::system::error_code& ec);
   void on_accepted(const boost::system::error_code& ec, tcp::socket s);
   void hand_over(tcp::socket s);
 
@@ -54,6 +55,7 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
   // a connection accepted after its waiter timed out goes to the next waiter.
   std::deque<waiter> waiters_;
   std::optional<tcp::socket> spare_;  ///< accepted after its waiter timed out
+  tcp protocol_ = tcp::v4();          ///< the listener's, for the sockets it accepts
   bool accepting_ = false;
   bool counted_ = false;  ///< counted in io_engine::open (from open() to the close)
   std::uint64_t serials_ = 0;

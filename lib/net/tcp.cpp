@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -13,10 +14,10 @@
 #include <variant>
 #include <vector>
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <beamlet/detail/socket_fd.hpp>
 #include <beamlet/extension.hpp>
 #include <beamlet/receive.hpp>
 
@@ -98,6 +99,8 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
   detail::tcp::resolver resolver;
   asio::steady_timer timer;
   bool done = false;
+  std::vector<detail::tcp::endpoint> endpoints;  // to try, in order
+  std::size_t next = 0;
 
   void start(const std::string& address, std::uint16_t port, timeout_value timeout) {
     if (timeout.finite()) {
@@ -131,17 +134,40 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         });
   }
 
+  // Each address in turn, on a socket opened close-on-exec (beamlet/detail/socket_fd.hpp),
+  // which Asio's range connect would replace by one of its own for every attempt.
   void connect_to(std::vector<detail::tcp::endpoint> eps) {
-    asio::async_connect(socket, eps,
-                        [self = shared_from_this()](const boost::system::error_code& e,
-                                                    const detail::tcp::endpoint&) {
-                          if (self->done) return;
-                          if (e) {
-                            self->finish(detail::to_error_code(e));
-                            return;
-                          }
-                          self->connected();
-                        });
+    endpoints = std::move(eps);
+    try_next(detail::to_error_code(asio::error::host_not_found));
+  }
+
+  void try_next(std::error_code last) {
+    if (done) return;
+    if (next >= endpoints.size()) {
+      finish(last);
+      return;
+    }
+    const detail::tcp::endpoint ep = endpoints[next++];
+    boost::system::error_code ec;
+    socket.close(ec);
+    const int fd = ::beamlet::detail::open_tcp_socket(ep.protocol().family());
+    if (fd < 0) {
+      try_next(std::error_code(errno, std::system_category()));
+      return;
+    }
+    if (socket.assign(ep.protocol(), fd, ec); ec) {
+      ::close(fd);
+      try_next(detail::to_error_code(ec));
+      return;
+    }
+    socket.async_connect(ep, [self = shared_from_this()](const boost::system::error_code& e) {
+      if (self->done) return;
+      if (e) {
+        self->try_next(detail::to_error_code(e));
+        return;
+      }
+      self->connected();
+    });
   }
 
   void connected() {

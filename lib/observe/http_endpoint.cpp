@@ -4,6 +4,7 @@
 #include <beamlet/http_endpoint.hpp>
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -16,6 +17,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <beamlet/detail/socket_fd.hpp>
 #include <beamlet/extension.hpp>
 #include <beamlet/metrics.hpp>
 #include <beamlet/proc_lib.hpp>
@@ -217,7 +219,13 @@ void http_endpoint::state::listen() {
   const auto address = net::ip::make_address(opts.address, ec);
   if (ec) fail("bad address", ec);
   const tcp::endpoint ep(address, opts.port);
-  if (acceptor.open(ep.protocol(), ec); ec) fail("socket", ec);
+  // Close-on-exec from the start (beamlet/detail/socket_fd.hpp).
+  const int fd = ::beamlet::detail::open_tcp_socket(ep.protocol().family());
+  if (fd < 0) fail("socket", boost::system::error_code(errno, boost::system::system_category()));
+  if (acceptor.assign(ep.protocol(), fd, ec); ec) {
+    ::close(fd);
+    fail("socket", ec);
+  }
   if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) fail("setsockopt", ec);
   if (acceptor.bind(ep, ec); ec) fail("bind", ec);
   if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) fail("listen", ec);

@@ -1,6 +1,9 @@
 // The endpoint's connections and its accept loop, on its I/O thread (see http_server.hpp): the
 // limits that keep one client from growing the endpoint or denying it to the others.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -9,6 +12,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <beamlet/detail/socket_fd.hpp>
 #include <beamlet/receive.hpp>
 
 #include "http_server.hpp"
@@ -198,8 +202,26 @@ bool out_of_resources(const boost::system::error_code& ec) {
 }  // namespace
 
 void http_endpoint::state::accept(const std::shared_ptr<state>& self) {
-  acceptor.async_accept([self](boost::system::error_code ec, asio::ip::tcp::socket s) {
+  // Readiness, then accept4 here: Asio's accept makes descriptors that a child process would
+  // inherit (beamlet/detail/socket_fd.hpp).
+  acceptor.async_wait(asio::ip::tcp::acceptor::wait_read, [self](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
+    asio::ip::tcp::socket s(self->ioc);
+    if (!ec) {
+      const int fd = ::beamlet::detail::accept_tcp_socket(self->acceptor.native_handle());
+      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        self->accept(self);  // another wake-up took it
+        return;
+      }
+      if (fd < 0) {
+        ec.assign(errno, boost::system::system_category());
+      } else {
+        boost::system::error_code pe;
+        const auto local = self->acceptor.local_endpoint(pe);
+        s.assign(pe ? asio::ip::tcp::v4() : local.protocol(), fd, ec);
+        if (ec) ::close(fd);
+      }
+    }
     if (ec) {
       if (!out_of_resources(ec)) {
         self->accept(self);  // one connection's trouble (ECONNABORTED...): the next one

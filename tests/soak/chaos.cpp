@@ -100,7 +100,7 @@ task<> chaos(process& self, world& w, external_node* peer, external_node* erl) {
         if (w.socket_handlers.empty()) continue;
         auto it = w.socket_handlers.begin();
         std::advance(it, static_cast<long>(rng() % w.socket_handlers.size()));
-        v = {*it, pid(), false};
+        v = {it->first, pid(), false};
         w.handler_kills.fetch_add(1, std::memory_order_relaxed);
       } else if (roll < 715) {
         // A whole subtree: its supervisor (restarted by the top with all its children anew).

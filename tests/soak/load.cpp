@@ -260,6 +260,31 @@ task<> remote_streamer(process& self, world& w, std::string node, std::string ec
   }
 }
 
+// What a violation report needs to tell where an echo was lost: whether the server side of
+// the connection has a live handler, and what the pool says about itself.
+std::string describe_stuck(process& self, world& w, const net::tcp_socket& s, std::size_t got,
+                           std::size_t sent) {
+  std::string out = std::to_string(got) + " of " + std::to_string(sent) + " bytes back";
+  const auto local = s.local();
+  const auto peer = s.peer();
+  if (local && peer)
+    out += "; port " + std::to_string(local->port) + " -> " + std::to_string(peer->port);
+  pid handler;
+  {
+    std::lock_guard<std::mutex> g(w.mu);
+    for (const auto& [p, port] : w.socket_handlers)
+      if (local && port == local->port) handler = p;
+  }
+  out += handler ? "; server handler " + handler.to_string() + " alive" : "; no server handler";
+  if (const auto st = net::acceptor_pool::stats(self, pool_name))
+    out += "; pool on port " + std::to_string(st->port) + ", accepted " +
+           std::to_string(st->accepted) + ", refused " + std::to_string(st->refused) +
+           ", active " + std::to_string(st->active);
+  else
+    out += "; no pool";
+  return out;
+}
+
 task<> socket_client(process& self, world& w, int index, std::uint64_t seed) {
   heartbeat& hb = w.add_beat("socket client " + std::to_string(index));
   std::mt19937_64 rng(seed);
@@ -291,7 +316,9 @@ task<> socket_client(process& self, world& w, int index, std::uint64_t seed) {
         if (!part) {
           if (part.error() == net::net_errc::timed_out)
             w.violate(w.sockets, "socket client " + std::to_string(index) +
-                                     ": no echo for 10 s on an open connection");
+                                     ": no echo for 10 s on an open connection (" +
+                                     describe_stuck(self, w, *s, back.size(), payload.size()) +
+                                     ")");
           broken = true;
           break;
         }

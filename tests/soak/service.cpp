@@ -61,9 +61,9 @@ class sink : public gen_server<sink> {
 struct listed_handler {
   world* w;
   pid self;
-  listed_handler(world* w_, pid p) : w(w_), self(p) {
+  listed_handler(world* w_, pid p, std::uint16_t peer_port) : w(w_), self(p) {
     std::lock_guard<std::mutex> g(w->mu);
-    w->socket_handlers.insert(p);
+    w->socket_handlers.emplace(p, peer_port);
   }
   ~listed_handler() {
     std::lock_guard<std::mutex> g(w->mu);
@@ -74,7 +74,8 @@ struct listed_handler {
 };
 
 task<> echo_handler(world* w, process& self, net::tcp_socket socket) {
-  const listed_handler listed(w, self.self());
+  const auto peer = socket.peer();
+  const listed_handler listed(w, self.self(), peer ? peer->port : 0);
   for (;;) {
     auto bytes = co_await net::recv(self, socket);
     if (!bytes) co_return;

@@ -87,7 +87,7 @@ struct world {
   std::map<beamlet::pid, std::uint64_t> kills_by_supervisor;  ///< child kills that hit a live child
   std::vector<beamlet::pid> killed_workers;                    ///< those that link to the witness
   std::set<beamlet::pid> witness_saw_killed;                   ///< EXIT(killed) at the witness
-  std::set<beamlet::pid> socket_handlers;                      ///< server-side connections alive
+  std::map<beamlet::pid, std::uint16_t> socket_handlers;        ///< server-side connections alive, by peer port
   std::vector<std::string> notes;                              ///< the first violations, in words
 
   std::vector<std::unique_ptr<heartbeat>> beats;

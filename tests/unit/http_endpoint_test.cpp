@@ -8,6 +8,8 @@
 #include <beamlet/net/tcp.hpp>
 #include <beamlet/supervisor.hpp>
 
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstdio>
@@ -22,6 +24,8 @@
 #ifndef BEAMLET_HTTP_CHECK
 #error "BEAMLET_HTTP_CHECK must name tests/http/http_check.py"
 #endif
+
+extern char** environ;
 
 namespace beamlet::test {
 namespace {
@@ -185,6 +189,27 @@ TEST(HttpEndpoint, KillingTheProcessClosesTheListener) {
   sys.rt.exit(ep.process(), exit_reason::kill());
   ASSERT_TRUE(sys.rt.wait(ep.process(), 10s));
   EXPECT_EQ(run_client("refused " + port).status, 0);
+}
+
+// A child process the service starts while the endpoint listens and serves (a helper, an erl
+// node) must not hold the endpoint's sockets: after stop() the port is closed, not a backlog
+// that the child's copy of the listener keeps filling.
+TEST(HttpEndpoint, AChildProcessInheritsNoSocket) {
+  system_under_test sys;
+  auto ep = http_endpoint::start(sys.rt, test_options());
+  const std::string port = std::to_string(ep.port());
+  ASSERT_EQ(run_client("pages " + port).status, 0);
+  char sleep_cmd[] = "sleep";
+  char thirty[] = "30";
+  char* argv[] = {sleep_cmd, thirty, nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(::posix_spawnp(&child, "sleep", nullptr, nullptr, argv, environ), 0);
+  ep.stop();
+  const auto r = run_client("refused " + port);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(r.status, 0) << "the stopped endpoint's listener lived on in the child: " << r.out;
 }
 
 TEST(HttpEndpoint, UnderASupervisor) {

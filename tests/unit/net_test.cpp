@@ -2,6 +2,10 @@
 // framing, ownership and its hand-over, flow control, timeouts.
 #include <beamlet/net/tcp.hpp>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <atomic>
 #include <string>
 #include <vector>
@@ -9,6 +13,8 @@
 #include <beamlet/process_info.hpp>
 
 #include "net_support.hpp"
+
+extern char** environ;
 
 namespace beamlet::test {
 namespace {
@@ -425,6 +431,93 @@ TEST(Ownership, TheSocketClosesWhenItsOwnerIsKilled) {
   EXPECT_TRUE(c.closed_by_peer());
   listener.close();
   EXPECT_TRUE(eventually([&] { return net::open_sockets(rt) == before; }));
+}
+
+// A service that starts a child process (a helper, a port program, an erl node) must not hand
+// it its sockets: the child's copy of a listener would go on taking connections that nobody
+// accepts after close(). Found by the chaos soak, where erl nodes started mid-run held the
+// acceptor pool's old listener. (Connections end at close() whoever holds a copy, because the
+// close shuts them down; they are checked here too, so that it stays so.)
+struct close_now {};
+
+/// Whether a connect to the port is refused, without blocking: a listener that nobody accepts
+/// from completes handshakes until its backlog is full, then leaves them pending.
+bool connection_refused(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  int err = 0;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    err = errno;
+    pollfd p{fd, POLLOUT, 0};
+    if (err == EINPROGRESS && ::poll(&p, 1, 200) == 1) {
+      socklen_t len = sizeof err;
+      (void)::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    }
+  }
+  ::close(fd);
+  return err == ECONNREFUSED;
+}
+
+TEST(Tcp, AChildProcessInheritsNoSocket) {
+  runtime rt;
+  auto [listener, port] = open_listener(rt);
+  // An outside listener for the outgoing connection (close-on-exec itself, so the child holds
+  // nothing of the test's own).
+  const int outside = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(outside, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(outside, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(outside, 4), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(outside, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::uint16_t outside_port = ntohs(a.sin_port);
+
+  // Both sockets are made, then a child is started, then each is closed.
+  std::atomic<int> ready{0};
+  const pid holder =
+      rt.spawn([&, l = listener, op = outside_port](process& self) mutable -> task<> {
+        auto in = co_await net::accept(self, l);
+        CO_ASSERT_TRUE(in);
+        auto out = co_await net::connect(self, "127.0.0.1", op, {}, 5s);
+        CO_ASSERT_TRUE(out);
+        ready = 1;
+        co_await self.receive(on<close_now>());  // the child runs
+      });
+  raw_client c(port);
+  ASSERT_TRUE(eventually([&] { return ready.load() == 1; }));
+  const int accepted_outside = ::accept4(outside, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted_outside, 0);
+
+  char sleep_cmd[] = "sleep";
+  char thirty[] = "30";
+  char* argv[] = {sleep_cmd, thirty, nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(::posix_spawnp(&child, "sleep", nullptr, nullptr, argv, environ), 0);
+
+  rt.send(holder, close_now{});  // its process ends: both sockets close
+  ASSERT_TRUE(rt.wait(holder, 10s));
+  listener.close();
+  const bool accepted_side_ended = c.closed_by_peer(5s);
+  pollfd p{accepted_outside, POLLIN, 0};
+  char byte = 0;
+  const bool connected_side_ended =
+      ::poll(&p, 1, 5000) == 1 && ::recv(accepted_outside, &byte, 1, 0) == 0;
+  const bool listener_refuses = eventually([&] { return connection_refused(port); }, 5s);
+
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(accepted_outside);
+  ::close(outside);
+  EXPECT_TRUE(accepted_side_ended) << "an accepted socket stayed open in the child";
+  EXPECT_TRUE(connected_side_ended) << "a connected socket stayed open in the child";
+  EXPECT_TRUE(listener_refuses) << "a closed listener kept listening in the child";
 }
 
 }  // namespace
