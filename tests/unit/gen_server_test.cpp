@@ -191,7 +191,7 @@ TEST(GenServer, S4_1_3_InitTimeoutAndContinue) {
     EXPECT_TRUE(a.is_ok());
     EXPECT_TRUE(b.is_ok());
     (void)co_await call(self, server_ref<configurable>(b.pid()), get{});
-    co_await self.sleep(100ms);
+    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return !j1.get().empty(); }));
     co_await stop(self, server_ref<configurable>(a.pid()));
     co_await stop(self, server_ref<configurable>(b.pid()));
   });
@@ -232,7 +232,7 @@ TEST(GenServer, S4_1_3_InitStopKillsNonTrappingCallerAfterReturn) {
                           const auto r =
                               co_await configurable::start_link(self, {}, init_kind::stop, &j);
                           returned = r.is_error();
-                          co_await self.sleep(1s);
+                          co_await park_forever(self);  // until the EXIT ends it
                         }),
             exit_reason::error("no_way"));
   EXPECT_TRUE(returned);
@@ -260,8 +260,9 @@ TEST(GenServer, S4_2_CallErrors) {
   std::vector<call_error::kind> kinds;
   std::vector<std::string> reasons;
   run_process(rt, [&](process& self) -> task<> {
-    const pid dead = self.spawn([](process&) -> task<> { co_return; });
-    co_await self.sleep(20ms);
+    const auto gone = self.spawn_monitor([](process&) -> task<> { co_return; });
+    const pid dead = gone.pid;
+    co_await self.receive(on<down>().when([&](const down& d) { return d.ref == gone.monitor; }));
     auto attempt = [&](auto make) -> task<> {
       try {
         (void)co_await make();
@@ -377,7 +378,7 @@ TEST(GenServer, S4_3_13_ResultTimeout) {
     const auto r = co_await counter::start_link(self, {}, 0, &j);
     const server_ref<counter> c(r.pid());
     cast(self, c, set_timeout{30ms});
-    co_await self.sleep(80ms);
+    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return !j.get().empty(); }));
     cast(self, c, set_timeout{200ms});
     (void)co_await call(self, c, get{});  // arrives first: cancels the timeout
     co_await self.sleep(50ms);
@@ -414,7 +415,9 @@ TEST(GenServer, S4_4_WhenTerminateRuns) {
     // Killed: no terminate.
     const auto d = co_await counter::start_link(self, {}, 0, &killed, true);
     self.exit(d.pid(), exit_reason::kill());
-    co_await self.sleep(100ms);
+    CO_ASSERT_TRUE(co_await eventually_in(
+        self, [&] { return !parent_exit.get().empty() && !other_exit.get().empty(); }));
+    co_await self.sleep(100ms);  // and `killed` stays empty
     co_await stop(self, server_ref<counter>(c.pid()));
   });
   ASSERT_FALSE(crash.get().empty());

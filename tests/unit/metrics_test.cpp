@@ -279,12 +279,18 @@ TEST(Top, WindowRanksIncreases) {
   const pid steady = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   const pid growing = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   for (int i = 0; i < 1000; ++i) me.send(steady, i);  // large but not growing
-  std::thread feeder([&] {
-    std::this_thread::sleep_for(50ms);
-    for (int i = 0; i < 300; ++i) rt.send(growing, i);
+  // The window runs in a process: once it waits, its first snapshot is taken, and the 300
+  // messages arrive within the window however loaded the machine.
+  std::vector<top_entry> w;
+  watched window(rt, [&](process& self) -> task<> {
+    w = co_await top_window(self, 1, top_by::message_queue_len, 1s);
   });
-  const auto w = top_window(rt, 1, top_by::message_queue_len, 300ms);
-  feeder.join();
+  ASSERT_TRUE(eventually([&] {
+    const auto d = process_info(rt, window.id());
+    return d && d->status == process_status::waiting;
+  }));
+  for (int i = 0; i < 300; ++i) rt.send(growing, i);
+  ASSERT_TRUE(window.wait(10s));
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].pid, growing);
   EXPECT_EQ(w[0].value, 300);

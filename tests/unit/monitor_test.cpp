@@ -148,7 +148,8 @@ TEST(Monitors, S3_5_FlushRemovesQueuedDown) {
     const ref r2 = self.monitor(t2);
     self.send(t1, go{});
     self.send(t2, go{});
-    co_await self.sleep(100ms);               // both DOWNs are now queued (or in the inbox)
+    // Both DOWNs queued.
+    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return self.message_queue_len() >= 2; }));
     EXPECT_FALSE(self.demonitor(r1));         // fired already: not active
     EXPECT_FALSE(self.demonitor(r2, flush));  // fired already, and flushed
     auto d1 = co_await self.receive(on<down>().when([r1](const down& d) { return d.ref == r1; }),

@@ -100,10 +100,10 @@ TEST(NetFaults, ResetBetweenFramesIsAPlainReset) {
 TEST(NetFaults, IdleTimeoutClosesASilentPeer) {
   runtime rt;
   net::socket_options o = prefixed(1 << 20);
-  o.idle_timeout = 200ms;
+  o.idle_timeout = 500ms;
   recording_server srv(rt, o);
   raw_client talker(srv.port);
-  for (int i = 0; i < 5; ++i) {  // 5 x 100 ms: never 200 ms of silence
+  for (int i = 0; i < 10; ++i) {  // 10 x 100 ms: twice the timeout, never 500 ms of silence
     talker.send(prefix4("tick"));
     EXPECT_EQ(talker.recv_exact(8), prefix4("tick"));
     std::this_thread::sleep_for(100ms);  // the peer's pace: what the test is about

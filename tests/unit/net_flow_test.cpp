@@ -111,7 +111,9 @@ TEST(Send, AFullQueueSuspendsTheWriterUntilThePeerReads) {
   ASSERT_TRUE(eventually([&] {
     const std::size_t before = sent.load();
     std::this_thread::sleep_for(100ms);
-    return before > 0 && sent.load() == before;
+    // No progress, and parked (not merely starved of CPU by a loaded machine).
+    const auto w = process_info(rt, writer);
+    return before > 0 && sent.load() == before && w && w->status == process_status::waiting;
   }));
   const std::size_t stalled_at = sent.load();
   EXPECT_LT(stalled_at, total);

@@ -26,8 +26,10 @@ TEST(Runtime, ShutdownStopsEveryProcess) {
   {
     runtime rt({.shutdown_grace = std::chrono::milliseconds(2000)});
     for (int i = 0; i < 50; ++i) rt.spawn(park_forever);
+    std::atomic<bool> trapping{false};
     rt.spawn([&](process& self) -> task<> {
       self.trap_exit(true);
+      trapping = true;
       auto m = co_await self.receive(on<exit_message>());
       trapped = m.get<exit_message>().reason == exit_reason::shutdown();
     });
@@ -41,7 +43,8 @@ TEST(Runtime, ShutdownStopsEveryProcess) {
           ++plain_reason_ok;
       }
     });
-    std::this_thread::sleep_for(50ms);
+    // A process not yet run is ended without running: the trapper must have begun.
+    ASSERT_TRUE(eventually([&] { return trapping.load(); }));
     rt.shutdown();
     EXPECT_EQ(rt.process_count(), 0u);
     rt.shutdown();  // idempotent

@@ -872,8 +872,9 @@ task<> hanging_restart_loop(process& self, restart_strategy strategy) {
   auto c1 = co_await supervisor::start_child(self, sup, child1);
   self.link(c1->pid());
   fail->store(true);
-  self.send(c1->pid(), die_msg{});  // supervisor_deadlock:restart_child()
-  co_await self.sleep(700ms);       // let the restart loop begin
+  // supervisor_deadlock:restart_child(). Its DOWN comes after the supervisor's EXIT (a process
+  // that dies tells its links first), so the calls below find the restart loop begun.
+  co_await end_child(self, c1->pid(), how::abnormal);
   EXPECT_EQ((co_await supervisor::start_child(self, sup, child1)).error().code,
             sup_errc::already_present);
   EXPECT_EQ((co_await supervisor::restart_child(self, sup, "child1")).error().code,
@@ -964,8 +965,12 @@ TEST(SupervisorSuite, Tree) {
     EXPECT_EQ(co_await child_pid(self, sup2, "child3"), c3->pid());
     // child3 cannot restart: sup2 gives up, and the top's one_for_all rebuilds both
     // subtrees, without sup2's dynamic children.
+    const ref sup2_down = self.monitor(s2->pid());
     co_await end_child(self, c3->pid(), how::abnormal);
-    co_await self.sleep(1s);
+    // sup2's DOWN comes after its EXIT reached the top: the calls below find the tree rebuilt.
+    auto gone = co_await self.receive(
+        on<down>().when([sup2_down](const down& d) { return d.ref == sup2_down; }), after(10s));
+    CO_ASSERT_TRUE(gone);
     const pid new1 = co_await child_pid(self, t, "supchild1");
     const pid new2 = co_await child_pid(self, t, "supchild2");
     EXPECT_TRUE(new1 && new1 != s1->pid());
@@ -1115,7 +1120,11 @@ TEST(ManagementTimeouts, BlockingCallsGiveUp) {
   runtime rt;
   mailbox me(rt);
   me.trap_exit(true);
+  // Static: the start function stays a plain lambda and the count outlives the runtime.
+  static std::atomic<int> slow_started;
+  slow_started = 0;
   const start_function slow = [](process& sup) -> task<start_result> {
+    slow_started.fetch_add(1);
     co_await sup.sleep(2s);
     co_return start_result::ignore();
   };
@@ -1131,7 +1140,8 @@ TEST(ManagementTimeouts, BlockingCallsGiveUp) {
   (void)me.spawn([&](process& self) -> task<> {
     (void)co_await dynamic_supervisor::start_child(self, dyn.pid(), spec("slow", slow));
   });
-  std::this_thread::sleep_for(100ms);
+  // Both supervisors are inside the slow start, not reading their mailboxes.
+  ASSERT_TRUE(eventually([] { return slow_started.load() >= 2; }));
   auto expect_timeout = [](auto&& f) {
     const auto t0 = std::chrono::steady_clock::now();
     try {

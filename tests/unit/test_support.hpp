@@ -70,6 +70,17 @@ inline void expect_gone(runtime& rt, pid p, std::chrono::milliseconds limit = 20
   EXPECT_TRUE(rt.wait(p, limit).has_value()) << p << " did not exit";
 }
 
+/// From inside a process: waits until `cond` holds, looking every millisecond of the runtime's
+/// clock, for at most `limit`; whether it held. What a test waits for instead of sleeping.
+template <class F>
+task<bool> eventually_in(process& self, F cond, std::chrono::milliseconds limit = 10s) {
+  for (auto waited = 0ms; !cond(); waited += 1ms) {
+    if (waited >= limit) co_return false;
+    co_await self.sleep(1ms);
+  }
+  co_return true;
+}
+
 /// A process body that waits for any message and then returns (exit `normal`).
 inline task<> wait_for_any(process& self) {
   co_await self.receive(on_any());

@@ -106,7 +106,10 @@ TEST(VirtualTime, TimersAndTimeoutsFollowTheClock) {
   clock->advance(std::chrono::hours(1));
   EXPECT_EQ(testing::assert_receive<pong>(me).n, 42);
   EXPECT_EQ(rt.now() - t0, std::chrono::hours(1) + 10s);
+  // The hour also ended its next receive: it may be counting and sending right now, into
+  // `timeouts` and `me`, which end with this scope. Killed and gone before they do.
   rt.exit(p, exit_reason::kill());
+  ASSERT_TRUE(rt.wait(p, 10s));
 }
 
 TEST(VirtualTime, OnlyManualOrSteadyClocks) {
