@@ -404,10 +404,14 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
     Fn* fn = ::new (body_storage(p)) Fn(std::forward<F>(body));
     set_body_type(p, &body_descriptor_of<Fn>);
     // The body's first frame is the child's, not the spawner's.
-    const std::int32_t spawner_frames = this_run.frame_bytes;
-    t = (*fn)(process_of(p));
-    frame_counter(p)->store(this_run.frame_bytes - spawner_frames, std::memory_order_relaxed);
-    this_run.frame_bytes = spawner_frames;
+    const std::int32_t spawner_frames = exchange_frame_bytes(0);
+    try {
+      t = (*fn)(process_of(p));
+    } catch (...) {
+      (void)exchange_frame_bytes(spawner_frames);
+      throw;
+    }
+    frame_counter(p)->store(exchange_frame_bytes(spawner_frames), std::memory_order_relaxed);
   } catch (...) {
     discard_proc(p);
     throw;

@@ -47,7 +47,8 @@ namespace detail {
 /// Stack a chain of task transfers may use before it is continued from the scheduler.
 inline constexpr std::size_t stack_budget = std::size_t{256} << 10;
 
-/// What the scheduler tells the process running on this thread about its current run.
+/// What the scheduler tells the process running on this thread about its current run. It lives
+/// in a thread_local of the library's and is reached only through the functions below.
 struct run_context {
   /// The lowest address a chain of task transfers may reach (0 outside processes).
   std::uintptr_t stack_floor = 0;
@@ -55,21 +56,30 @@ struct run_context {
   /// charges one; at zero the process yields at that co_await.
   int budget = 0;
   /// Bytes of coroutine frames made (less those freed) in this run: the scheduler moves them to
-  /// the process's count when the run ends, so a frame costs a plain thread-local add.
+  /// the process's count when the run ends.
   std::int32_t frame_bytes = 0;
 };
-/// Defined here (constant-initialised) so that reading it is a plain TLS access.
-inline thread_local run_context this_run{};
 
-inline bool stack_exhausted() noexcept {
-  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < this_run.stack_floor;
-}
+// Why these are calls into the library and never inline reads of a thread_local: a process's
+// coroutines resume on whichever scheduler thread runs it next, and compilers keep the address
+// of a thread_local across a suspension point when the access is inlined into a coroutine
+// (LLVM issues 47179 and 63022; GCC hoists it out of loops the same way). A process looping on
+// `co_await` then charged its reductions to the thread it first ran on and never yielded on the
+// one it had moved to, which starved every process queued behind it there. A call into another
+// translation unit computes the address afresh each time; noinline keeps it so under LTO.
 
 /// Charges one reduction; true when the running process must yield now (its budget is spent,
 /// or the transfer chain has used up its stack).
-inline bool must_yield() noexcept {
-  return --this_run.budget <= 0 || stack_exhausted();
-}
+[[gnu::noinline]] bool must_yield() noexcept;
+/// Whether a chain of task transfers has used up the stack this run may use.
+[[gnu::noinline]] bool stack_exhausted() noexcept;
+/// A coroutine frame, counted in the running process's frame bytes.
+[[gnu::noinline]] void* allocate_frame(std::size_t size);
+[[gnu::noinline]] void deallocate_frame(void* p, std::size_t size) noexcept;
+/// Replaces this run's frame-byte count; returns the count it had.
+[[gnu::noinline]] std::int32_t exchange_frame_bytes(std::int32_t bytes) noexcept;
+/// Replaces this thread's run context (run_to_completion); returns the one it had.
+[[gnu::noinline]] run_context exchange_run_context(const run_context& c) noexcept;
 
 /// Makes the running process yield, to continue with `h` when the scheduler runs it next.
 /// Returns the handle to transfer to now (a no-op).
@@ -77,16 +87,8 @@ std::coroutine_handle<> continue_from_scheduler(std::coroutine_handle<> h) noexc
 
 class task_promise_base {
  public:
-  static void* operator new(std::size_t size) {
-    void* p = allocate(size);
-    count_frame(static_cast<std::int32_t>(size));
-    return p;
-  }
-  static void operator delete(void* p, std::size_t size) noexcept {
-    count_frame(-static_cast<std::int32_t>(size));
-    deallocate(p, size);
-  }
-  static void count_frame(std::int32_t delta) noexcept { this_run.frame_bytes += delta; }
+  static void* operator new(std::size_t size) { return allocate_frame(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { deallocate_frame(p, size); }
 
   std::suspend_always initial_suspend() noexcept { return {}; }
 
@@ -218,11 +220,11 @@ T run_to_completion(task<T> t) {
     run_context saved;
     ~owner() {
       h.destroy();
-      this_run = saved;
+      (void)exchange_run_context(saved);
     }
-  } o{h, this_run};
-  // No budget and no stack floor here: nothing may ask this thread to yield.
-  this_run = run_context{0, std::numeric_limits<int>::max(), 0};
+  } o{h,
+      // No budget and no stack floor here: nothing may ask this thread to yield.
+      exchange_run_context(run_context{0, std::numeric_limits<int>::max(), 0})};
   h.resume();
   if (!h.done()) throw std::logic_error("beamlet: a blocking operation suspended (use a mailbox)");
   return h.promise().take();

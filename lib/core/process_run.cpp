@@ -13,6 +13,7 @@
 
 #include "observation.hpp"
 #include "process_ops.hpp"
+#include "run_context.hpp"
 #include "runtime_core.hpp"
 #include "scheduler.hpp"
 

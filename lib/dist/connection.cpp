@@ -25,7 +25,9 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 namespace core = beamlet::detail;
 
-std::uint32_t random_challenge() {
+// Never inlined: the handshake coroutines call it, and inlined into one, the thread_local's
+// address may be kept across a suspension and so be another thread's (beamlet/task.hpp).
+[[gnu::noinline]] std::uint32_t random_challenge() {
   thread_local std::mt19937 gen{std::random_device{}()};
   return static_cast<std::uint32_t>(gen());
 }

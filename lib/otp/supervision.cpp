@@ -49,6 +49,16 @@ std::optional<std::string> check_start_rate(const std::optional<rate_limit>& r) 
   return std::nullopt;
 }
 
+namespace {
+// A number in [0, 1) from this thread's generator. Never inlined: code that reaches a
+// thread_local from inside a coroutine may keep its address across a suspension, and so use
+// another thread's generator after the process moved (beamlet/task.hpp says more).
+[[gnu::noinline]] double unit_random() {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+}  // namespace
+
 std::chrono::nanoseconds backoff_state::next_delay(const restart_backoff& b, clock_time now,
                                                   bool retry) {
   ++generation_;
@@ -57,8 +67,7 @@ std::chrono::nanoseconds backoff_state::next_delay(const restart_backoff& b, clo
   ++failures_;
   if (b.jitter > 0) {
     // Spread restarts of children that failed together (a thundering herd otherwise).
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    const double u = unit_random();
     delay += std::chrono::nanoseconds(
         static_cast<std::int64_t>(static_cast<double>(delay.count()) * b.jitter * u));
   }

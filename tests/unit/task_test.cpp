@@ -1,7 +1,11 @@
 // Process bodies as coroutines: nested helpers, results, exceptions, how a process ends.
+#include <atomic>
+#include <coroutine>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.hpp"
@@ -173,5 +177,68 @@ TEST(Task, ClangHandlesAggregateTemporariesAcrossCoAwait) {
   EXPECT_EQ(r, exit_reason::normal());
 }
 #endif
+
+// A process's coroutine resumes on whichever scheduler thread runs it next, and must charge
+// its reductions to that thread's run. Clang 16 kept the address of the run's thread_local
+// from before a suspension when the charge was inlined into the coroutine: a process that had
+// moved charged the thread it came from and never yielded where it ran, starving the processes
+// queued behind it (Fairness.CallersRetryingWhileTheServerRestarts, now and then). Here the
+// coroutine is moved by hand, to a new thread at each step, and each thread's budget is read.
+namespace {
+struct detached {
+  struct promise_type {
+    detached get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
+
+constexpr int hops = 4;
+constexpr int fresh_budget = 1000;
+
+/// Continues the coroutine on a new thread whose run has a fresh budget; records the budget
+/// that thread's run has left once the coroutine suspends again or ends.
+struct hop_to_new_thread {
+  std::thread* thread;
+  int* left;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) {
+    // The new thread resumes the coroutine only once this awaiter is done with the frame (the
+    // next step reuses its storage).
+    auto go = std::make_shared<std::atomic<bool>>(false);
+    *thread = std::thread([h, go, left = left] {
+      go->wait(false, std::memory_order_acquire);
+      (void)detail::exchange_run_context({0, fresh_budget, 0});
+      h.resume();
+      *left = detail::exchange_run_context({}).budget;
+    });
+    go->store(true, std::memory_order_release);
+    go->notify_one();
+  }
+  void await_resume() const noexcept {}
+};
+
+detached charge_then_hop(std::thread* threads, int* left) {
+  for (int i = 0; i < hops; ++i) {
+    (void)detail::must_yield();  // one reduction, from the thread running this step
+    co_await hop_to_new_thread{&threads[i], &left[i]};
+  }
+}
+}  // namespace
+
+TEST(Task, ReductionsAreChargedToTheThreadThatRunsTheCoroutine) {
+  const detail::run_context outside = detail::exchange_run_context({0, fresh_budget, 0});
+  std::thread threads[hops];
+  int left[hops] = {};
+  charge_then_hop(threads, left);
+  for (auto& t : threads) t.join();
+  const int here = detail::exchange_run_context(outside).budget;
+  EXPECT_EQ(here, fresh_budget - 1) << "the first step is charged here, and only it";
+  for (int i = 0; i + 1 < hops; ++i)
+    EXPECT_EQ(left[i], fresh_budget - 1) << "step " << i + 1 << " was charged to another thread";
+  EXPECT_EQ(left[hops - 1], fresh_budget) << "the last thread only ends the coroutine";
+}
 
 }  // namespace beamlet::test
