@@ -184,9 +184,13 @@ TEST_F(hostile_fixture, DeepAndLargeTermsFromErlangArrive) {
   erl->eval(me, "R ! " + deep(10000) + ", ok.", {{"R", term(receiver)}});
   expect_got(10000, 1, -1);
   if (!sanitized) {  // hundreds of MiB decoded: the uninstrumented builds carry these
-    erl->eval(me, "R ! lists:duplicate(5000000, 7), ok.", {{"R", term(receiver)}});
+    // The agent's answer travels behind the big term on the same connection, so it comes only
+    // once that term is read and decoded: its wait is the term's (several seconds on a loaded
+    // machine), not a quick eval's.
+    erl->eval(me, "R ! lists:duplicate(5000000, 7), ok.", {{"R", term(receiver)}}, 60s);
     expect_got(0, 5000000, -1);
-    erl->eval(me, "R ! binary:copy(<<\"x\">>, 70 * 1024 * 1024), ok.", {{"R", term(receiver)}});
+    erl->eval(me, "R ! binary:copy(<<\"x\">>, 70 * 1024 * 1024), ok.", {{"R", term(receiver)}},
+              60s);
     expect_got(0, -1, 70 * 1024 * 1024);
   }
   EXPECT_FALSE(me.receive(on<term>().when(tagged("lost")), after(0ms)));

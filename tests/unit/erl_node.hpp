@@ -145,9 +145,12 @@ class erl_node {
     return m.get<dist::term>()[1];
   }
 
+  /// `limit` bounds the wait for the answer; an answer that follows a large message on the
+  /// same connection waits for that message to be read and decoded first.
   dist::term eval(mailbox& me, const std::string& src,
-                  std::vector<std::pair<std::string, dist::term>> bindings = {}) {
-    auto v = try_eval(me, src, std::move(bindings), std::chrono::seconds(10));
+                  std::vector<std::pair<std::string, dist::term>> bindings = {},
+                  std::chrono::seconds limit = std::chrono::seconds(10)) {
+    auto v = try_eval(me, src, std::move(bindings), limit);
     EXPECT_TRUE(v) << "no answer from " << name_ << " to: " << src;
     if (v && v->is_tuple() && v->size() == 3 && (*v)[0].is_atom("eval_error"))
       ADD_FAILURE() << src << " failed on the Erlang side: " << v->to_string();
