@@ -299,6 +299,14 @@ int main(int argc, char** argv) {
   replay::users_context users(cx);
   if (sc.fix.rate_limit) users.set_upstream_limit(sc.upstream_limit);
   replay::timeline tl(cx);
+  // Processes outside the supervision tree (RPC attempts, placement handlers) point at the
+  // contexts above and may still be waiting on a timeout when the tree has stopped: on every
+  // way out of main, every process ends before those contexts do (the runtime itself would stop
+  // them only after they are gone: glibc caught one writing to freed memory at exit).
+  const struct stop_processes_first {
+    runtime& rt;
+    ~stop_processes_first() { rt.shutdown(); }
+  } stop_processes_first{rt};
 
   // The media servers first: the instances need their port.
   auto top = supervisor::start_link(me, {"replay"}, [&cx] {

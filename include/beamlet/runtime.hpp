@@ -9,8 +9,11 @@
 // gives them `shutdown_grace` to finish (trapping processes get exit_message{null pid,
 // shutdown} and may clean up), then ends the rest with reason `shutdown` without running them
 // again, joins every thread and frees every process, message and timer. Mailboxes must be
-// destroyed before their runtime. An idle runtime uses no CPU: schedulers park on a futex and
-// the timer thread sleeps until its earliest deadline.
+// destroyed before their runtime. Whatever processes point at must outlive them: an object
+// declared after the runtime in the same scope is destroyed while the processes still run, so
+// call shutdown() before it goes (processes spawned outside a supervision tree, for instance,
+// are still running when the tree has stopped). An idle runtime uses no CPU: schedulers park
+// on a futex and the timer thread sleeps until its earliest deadline.
 #pragma once
 
 #include <chrono>
