@@ -27,6 +27,10 @@ using namespace std::chrono_literals;
 struct shared_state : init_log {
   using init_log::init_log;
   std::atomic<std::int64_t> sent{0};
+  /// Supervisors whose wait is in the gatekeeper's mailbox: the release waits for all of them.
+  /// Released earlier, a supervisor's wait could reach the gatekeeper after the go, and that
+  /// supervisor would await forever (deaf, in CAF 0.17, even to a kill).
+  std::atomic<int> held{0};
   /// Set when the run has its figures. A CAF actor that is awaiting a response handles no exit
   /// message, so a kill alone would leave the supervisor serving its whole backlog first.
   std::atomic<bool> stopping{false};
@@ -66,20 +70,28 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, shared_sta
         self->request(gatekeeper, caf::infinite, wait_atom::value).await([=](go_atom) {
           s->mark_release();
         });
+        s->held.fetch_add(1, std::memory_order_release);  // the wait is enqueued by now
       },
   };
 }
 
-/// Answers every wait once told to go.
-caf::behavior gatekeeper(caf::stateful_actor<std::vector<caf::response_promise>>* self) {
+/// Answers every wait once told to go, and any later wait at once.
+struct gatekeeper_state {
+  std::vector<caf::response_promise> waiting;
+  bool open = false;
+};
+
+caf::behavior gatekeeper(caf::stateful_actor<gatekeeper_state>* self) {
   return {
-      [=](wait_atom) {
-        self->state.push_back(self->make_response_promise());
+      [=](wait_atom) -> caf::result<go_atom> {
+        if (self->state.open) return go_atom::value;
+        self->state.waiting.push_back(self->make_response_promise());
         return caf::delegated<go_atom>{};
       },
       [=](go_atom) {
-        for (auto& rp : self->state) rp.deliver(go_atom::value);
-        self->state.clear();
+        self->state.open = true;
+        for (auto& rp : self->state.waiting) rp.deliver(go_atom::value);
+        self->state.waiting.clear();
       },
   };
 }
@@ -115,7 +127,11 @@ struct caf_rig {
   void queue(caf::actor_system& sys, std::int64_t first, std::int64_t n) {
     for (std::int64_t i = first; i < first + n; ++i) sys.spawn(client, target_of(i), s_);
   }
-  void release() { caf::anon_send(keeper, go_atom::value); }
+  void release() {
+    while (s_->held.load(std::memory_order_acquire) < static_cast<int>(sups.size()))
+      std::this_thread::sleep_for(1ms);
+    caf::anon_send(keeper, go_atom::value);
+  }
   void kill() {
     s_->stopping.store(true, std::memory_order_release);
     for (auto& sup : sups) caf::anon_send_exit(sup, caf::exit_reason::kill);

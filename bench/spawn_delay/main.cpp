@@ -16,12 +16,14 @@
 // deterministic cost: the messages the supervisor examined per spawn, which is the queue length
 // for scan, about 1 for marker, and 1/P of the queue per partition; unlike a time, it cannot
 // drift between runs. Rows and CSV lines are written as each measurement ends.
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -172,6 +174,8 @@ std::optional<std::string> in_fresh_process(F f) {
   const pid_t child = ::fork();
   if (child < 0) return std::nullopt;
   if (child == 0) {
+    // A run stuck in the child must not outlive a parent that was killed (by a test timeout).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::close(fds[0]);
     int status = 0;
     try {
