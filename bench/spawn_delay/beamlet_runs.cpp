@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,8 +148,11 @@ task<> queue_backlog(process& self, rig& r, int partitions, shared_state* s, std
   while (s->gates_ready.load() < partitions) co_await self.sleep(1ms);
 }
 
-void wait_flag(std::atomic<bool>& f) {
-  while (!f.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
+/// The driver sets `flag` on its way; if it died before (an exception out of a start, say),
+/// the run fails here instead of waiting for a flag nobody will set.
+void driver_alive(const runtime& rt, pid driver, const std::atomic<bool>& flag) {
+  if (!rt.is_alive(driver) && !flag.load(std::memory_order_acquire))
+    throw std::runtime_error("the run's driver process ended before it finished");
 }
 
 std::string name_of(ack_wait mode) {
@@ -168,7 +172,7 @@ backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, s
   std::atomic<bool> done{false};
   {
     runtime rt({.pin_schedulers = true});
-    rt.spawn([&](process& self) -> task<> {
+    const pid driver = rt.spawn([&](process& self) -> task<> {
       self.trap_exit(true);
       rig r(mode, partitions);
       co_await r.start(self);
@@ -188,6 +192,7 @@ backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, s
     });
     std::int64_t last = -1;
     while (!done.load(std::memory_order_acquire)) {
+      driver_alive(rt, driver, done);
       std::this_thread::sleep_for(200ms);
       const std::int64_t w = s->written.load();
       if (w != last && progress) {
@@ -217,7 +222,7 @@ catch_up_run beamlet_catch_up(ack_wait mode, int partitions, std::int64_t backlo
   std::atomic<bool> released{false}, done{false};
   {
     runtime rt({.pin_schedulers = true});
-    rt.spawn([&](process& self) -> task<> {
+    const pid driver = rt.spawn([&](process& self) -> task<> {
       self.trap_exit(true);
       rig r(mode, partitions);
       co_await r.start(self);
@@ -240,10 +245,14 @@ catch_up_run beamlet_catch_up(ack_wait mode, int partitions, std::int64_t backlo
       r.kill(self);
       done.store(true, std::memory_order_release);
     });
-    wait_flag(released);
+    while (!released.load(std::memory_order_acquire)) {
+      driver_alive(rt, driver, released);
+      std::this_thread::sleep_for(1ms);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     int tick = 0;
     while (!done.load(std::memory_order_acquire)) {
+      driver_alive(rt, driver, done);
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::int64_t served = s->started.load();
       const std::int64_t a = arrived.load();
