@@ -75,23 +75,16 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, shared_sta
   };
 }
 
-/// Answers every wait once told to go, and any later wait at once.
-struct gatekeeper_state {
-  std::vector<caf::response_promise> waiting;
-  bool open = false;
-};
-
-caf::behavior gatekeeper(caf::stateful_actor<gatekeeper_state>* self) {
+/// Answers every wait once told to go (the release waits until every wait is queued here).
+caf::behavior gatekeeper(caf::stateful_actor<std::vector<caf::response_promise>>* self) {
   return {
-      [=](wait_atom) -> caf::result<go_atom> {
-        if (self->state.open) return go_atom::value;
-        self->state.waiting.push_back(self->make_response_promise());
+      [=](wait_atom) {
+        self->state.push_back(self->make_response_promise());
         return caf::delegated<go_atom>{};
       },
       [=](go_atom) {
-        self->state.open = true;
-        for (auto& rp : self->state.waiting) rp.deliver(go_atom::value);
-        self->state.waiting.clear();
+        for (auto& rp : self->state) rp.deliver(go_atom::value);
+        self->state.clear();
       },
   };
 }
