@@ -10,6 +10,13 @@
 # compiler cannot find another layer's private headers (they are not on the include path),
 # and the check_layers target (built with everything) fails on any `#include "..."` in
 # lib/<layer>/ that names a file of another layer's folder, however it is spelled.
+# The standard headers most of the layers' files include (BEAMLET_PCH).
+set(_beamlet_pch_headers
+  <algorithm> <array> <atomic> <chrono> <condition_variable> <cstddef> <cstdint> <cstring>
+  <deque> <exception> <functional> <limits> <map> <memory> <mutex> <optional> <stdexcept>
+  <string> <string_view> <system_error> <thread> <type_traits> <typeinfo> <unordered_map>
+  <utility> <variant> <vector>)
+
 function(beamlet_add_layer name)
   cmake_parse_arguments(L "" "" "SOURCES" ${ARGN})
   set(target beamlet_${name})
@@ -32,6 +39,17 @@ function(beamlet_add_layer name)
   beamlet_set_warnings(${target})
   if(BEAMLET_COVERAGE_FLAGS)
     target_compile_options(${target} PRIVATE ${BEAMLET_COVERAGE_FLAGS})
+  endif()
+  if(BEAMLET_PCH)
+    # The first layer precompiles the header, the others reuse it: every layer is compiled
+    # with the same flags (this function's), which a precompiled header requires.
+    get_property(pch_owner GLOBAL PROPERTY BEAMLET_PCH_OWNER)
+    if(pch_owner)
+      target_precompile_headers(${target} REUSE_FROM ${pch_owner})
+    else()
+      target_precompile_headers(${target} PRIVATE ${_beamlet_pch_headers})
+      set_property(GLOBAL PROPERTY BEAMLET_PCH_OWNER ${target})
+    endif()
   endif()
   set_property(GLOBAL APPEND PROPERTY BEAMLET_LAYERS ${name})
 endfunction()
