@@ -351,10 +351,11 @@ TEST(Etf, TermsErlangCannotTakeAreRefused) {
 // prints, encodes and goes away like any other term.
 TEST(Term, DepthCostsNoStack) {
   constexpr int depth = 1'000'000;
+  const std::string cons = bytes({108, 0, 0, 0, 1});  // a one-element list whose tail follows
   std::string in(1, static_cast<char>(131));
-  for (int i = 0; i < depth; ++i) in += bytes({108, 0, 0, 0, 1});
-  in += bytes({106});
-  for (int i = 0; i < depth; ++i) in += bytes({106});
+  in.reserve(1 + cons.size() * depth + depth + 1);
+  for (int i = 0; i < depth; ++i) in += cons;
+  in.append(depth + 1, static_cast<char>(106));
   auto t = from_binary(in);
   ASSERT_TRUE(t) << t.error();
   {
