@@ -10,6 +10,7 @@
 # compiler cannot find another layer's private headers (they are not on the include path),
 # and the check_layers target (built with everything) fails on any `#include "..."` in
 # lib/<layer>/ that names a file of another layer's folder, however it is spelled.
+
 # The standard headers most of the layers' files include (BEAMLET_PCH).
 set(_beamlet_pch_headers
   <algorithm> <array> <atomic> <chrono> <condition_variable> <cstddef> <cstdint> <cstring>

@@ -14,6 +14,7 @@
 #include <beamlet/supervisor.hpp>
 
 #include "net_support.hpp"
+#include "test_support.hpp"
 
 namespace beamlet::test {
 namespace {
@@ -214,18 +215,9 @@ TEST(AcceptorPool, ADrainThatTimesOutLeavesTheRestToTheShutdown) {
 // The sanitizers' runtimes need descriptors of their own at the worst moment (UBSan opens a
 // pipe to check a pointer it is about to report on), so running out of them is only tested in
 // the uninstrumented and TSan builds.
-#if defined(__SANITIZE_ADDRESS__)
-#define BEAMLET_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BEAMLET_UNDER_ASAN 1
-#endif
-#endif
-
 TEST(AcceptorPool, OutOfDescriptorsTheAcceptorsBackOffAndCarryOn) {
-#ifdef BEAMLET_UNDER_ASAN
-  GTEST_SKIP() << "descriptor exhaustion is not testable under ASan+UBSan (see above)";
-#endif
+  if (under_asan)
+    GTEST_SKIP() << "descriptor exhaustion is not testable under ASan+UBSan (see above)";
   runtime rt;
   mailbox me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("emfile"));

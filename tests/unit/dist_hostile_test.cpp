@@ -24,18 +24,6 @@ namespace {
 using dist::term;
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
-
 struct hostile_fixture : ::testing::Test {
   void SetUp() override {
     if (!erl_available()) GTEST_SKIP() << "erl is not installed: skipped";

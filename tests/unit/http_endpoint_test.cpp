@@ -52,18 +52,6 @@ client_result run_client(const std::string& args) {
   return r;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool running_under_asan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool running_under_asan = true;
-#else
-constexpr bool running_under_asan = false;
-#endif
-#else
-constexpr bool running_under_asan = false;
-#endif
-
 /// Resident memory of this process, in bytes.
 std::size_t rss_bytes() {
   std::ifstream in("/proc/self/statm");
@@ -153,7 +141,7 @@ TEST(HttpEndpoint, AThousandConcurrentRequests) {
   }
   // Memory stays bounded: more rounds do not keep growing the process. (Not under ASan, whose
   // quarantine keeps freed memory resident on purpose.)
-  if (!running_under_asan) {
+  if (!under_asan) {
     EXPECT_LT(rss_bytes(), after_first + 32u * 1024 * 1024);
   }
   EXPECT_TRUE(eventually([&] { return ep.stats().open_connections == 0; }));

@@ -19,6 +19,7 @@
 
 #include "child_process.hpp"
 #include "net_support.hpp"
+#include "test_support.hpp"
 
 using namespace beamlet;
 using namespace beamlet::test;
@@ -28,19 +29,8 @@ namespace {
 
 // Lowering RLIMIT_AS starves the sanitizers' shadow memory, and their runtimes need descriptors
 // of their own: these situations are measured in the uninstrumented builds.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BEAMLET_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define BEAMLET_SANITIZED 1
-#endif
-#endif
-
-#ifdef BEAMLET_SANITIZED
-#define SKIP_UNDER_SANITIZERS() GTEST_SKIP() << "resource limits are not testable under sanitizers"
-#else
-#define SKIP_UNDER_SANITIZERS() (void)0
-#endif
+#define SKIP_UNDER_SANITIZERS() \
+  if (sanitized) GTEST_SKIP() << "resource limits are not testable under sanitizers"
 
 /// The server, started and listening.
 struct server {

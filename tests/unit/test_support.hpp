@@ -20,22 +20,31 @@ namespace beamlet::test {
 
 using namespace std::chrono_literals;
 
+// Which sanitizer instruments this build: GCC says so with __SANITIZE_*__, Clang through
+// __has_feature (BEAMLET_TSAN comes from beamlet/config.hpp).
+#if defined(__SANITIZE_ADDRESS__)
+#define BEAMLET_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BEAMLET_TEST_ASAN 1
+#endif
+#endif
+#if defined(BEAMLET_TEST_ASAN)
+inline constexpr bool under_asan = true;
+#else
+inline constexpr bool under_asan = false;
+#endif
+#if defined(BEAMLET_TSAN)
+inline constexpr bool under_tsan = true;
+#else
+inline constexpr bool under_tsan = false;
+#endif
+inline constexpr bool sanitized = under_asan || under_tsan;
+
 /// Stress sizes shrink under the sanitizers: ThreadSanitizer is ~10x slower and memory hungry,
 /// AddressSanitizer ~3x slower (a million queued requests took 46 s of the Clang suite). The
 /// smaller sizes still take every path the full ones do; the plain build runs the full sizes.
-#if defined(BEAMLET_TSAN)
-inline constexpr int stress_divisor = 20;
-#elif defined(__SANITIZE_ADDRESS__)
-inline constexpr int stress_divisor = 4;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr int stress_divisor = 4;
-#else
-inline constexpr int stress_divisor = 1;
-#endif
-#else
-inline constexpr int stress_divisor = 1;
-#endif
+inline constexpr int stress_divisor = under_tsan ? 20 : under_asan ? 4 : 1;
 
 // gtest's ASSERT_* `return`, which a coroutine cannot; these record the failure and end the
 // coroutine (a task<> body) instead.
