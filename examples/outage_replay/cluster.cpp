@@ -17,12 +17,16 @@ namespace {
 
 // -- messages -------------------------------------------------------------------------------------
 
-/// A call owner's RPC to a syncer: place participant `participant` of `call`.
+using steady = std::chrono::steady_clock;
+
+/// A call owner's RPC to a syncer: place participant `participant` of `call`. The owner stops
+/// waiting at `deadline`.
 struct place_call {
   pid reply_to;
   ref tag;
   std::uint64_t call;
   int participant;
+  steady::time_point deadline;
 };
 struct placed {
   ref tag;
@@ -41,6 +45,12 @@ struct exchange_done {
 
 std::chrono::milliseconds ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+/// The time left until `deadline`, at least a millisecond (a timeout of zero would not wait).
+std::chrono::milliseconds left(steady::time_point deadline) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()),
+                  std::chrono::milliseconds(1));
 }
 
 // -- the media-server stub ------------------------------------------------------------------------
@@ -151,12 +161,25 @@ task<pid> http_socket(process& self, cluster_context& cx, int inst, std::uint16_
 
 /// A child of pool_I: one pooled connection. With two supervisors its init goes through http_I;
 /// with the single-supervisor fix it connects itself.
+///
+/// Without the deadline fix a connection is made whenever the pool gets to its start request,
+/// even when the requester gave up long before (as in the outage: each such start costs a TCP
+/// handshake, a QUIT and a close, and the pool's backlog drains at the speed of wasted work).
+/// With it, the request carries the requester's deadline: a start that comes too late ends at
+/// once, unmade, and the connection's own waits end at the deadline.
 struct connection_body {
   cluster_context* cx;
   int inst;
   std::uint16_t port;
+  steady::time_point deadline;
   task<> operator()(process& self, const starter& st) const {
-    const auto t = ms(cx->sc->rpc_timeout);
+    const bool by_deadline = cx->sc->fix.deadline;
+    if (by_deadline && steady::now() >= deadline) {
+      cx->c->expired.fetch_add(1, std::memory_order_relaxed);
+      st.ack(self, start_result::error(exit_reason::error("{deadline_passed}")));
+      co_return;
+    }
+    const auto t = by_deadline ? left(deadline) : ms(cx->sc->rpc_timeout);
     if (cx->sc->fix.single_supervisor) {
       auto s = co_await net::connect(self, "127.0.0.1", port, line_options(), t);
       if (!s) {
@@ -179,8 +202,9 @@ struct connection_body {
   }
 };
 
-child_spec connection_spec(cluster_context& cx, int inst, std::uint16_t port) {
-  return child_spec("connection", proc_start(connection_body{&cx, inst, port}))
+child_spec connection_spec(cluster_context& cx, int inst, std::uint16_t port,
+                           steady::time_point deadline) {
+  return child_spec("connection", proc_start(connection_body{&cx, inst, port, deadline}))
       .with_restart(restart_type::temporary)
       .with_shutdown(shutdown_spec::brutal_kill());
 }
@@ -190,11 +214,11 @@ void count_refusal(cluster_context& cx, const sup_error& e) {
   if (e.code == sup_errc::rate_limited) cx.c->rate_limited.fetch_add(1, std::memory_order_relaxed);
 }
 
-/// Opens a connection to `port` through pool_I and exchanges `line` over it, all within `t`.
+/// Opens a connection to `port` through pool_I and exchanges `line` over it, all by `deadline`.
 task<bool> pool_exchange(process& self, cluster_context& cx, int inst, std::uint16_t port,
-                         std::uint64_t key, const std::string& line, std::chrono::milliseconds t) {
-  const auto deadline = std::chrono::steady_clock::now() + t;
-  const child_spec spec = connection_spec(cx, inst, port);
+                         std::uint64_t key, const std::string& line, steady::time_point deadline) {
+  const auto t = left(deadline);
+  const child_spec spec = connection_spec(cx, inst, port, deadline);
   pid conn;
   try {
     if (cx.sc->fix.partition) {
@@ -218,22 +242,28 @@ task<bool> pool_exchange(process& self, cluster_context& cx, int inst, std::uint
   const ref tag = self.make_ref();
   exchange ex{self.self(), tag, line};
   self.send(conn, std::move(ex));
-  const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 deadline - std::chrono::steady_clock::now()),
-                             std::chrono::milliseconds(1));
   auto m = co_await self.receive(
       on<exchange_done>().when([tag](const exchange_done& d) { return d.tag == tag; }),
-      after(left));
+      after(left(deadline)));
   co_return !m.timed_out() && m.get<exchange_done>().ok;
 }
 
 // -- the syncer and the registrar -----------------------------------------------------------------
 
+/// Without the deadline fix the syncer's own clock starts when it takes the request (as an RPC
+/// server that does not know its caller's timeout); with it, the caller's deadline holds.
 task<> handle_place(process& self, cluster_context* cx, int inst, place_call pc) {
   const std::string line =
       "PLACE " + std::to_string(pc.call) + " " + std::to_string(pc.participant) + "\n";
-  const bool ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line,
-                                         ms(cx->sc->rpc_timeout));
+  bool ok = false;
+  if (!cx->sc->fix.deadline) {
+    ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line,
+                                steady::now() + ms(cx->sc->rpc_timeout));
+  } else if (steady::now() < pc.deadline) {
+    ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line, pc.deadline);
+  } else {
+    cx->c->expired.fetch_add(1, std::memory_order_relaxed);
+  }
   const placed answer{pc.tag, ok};
   self.send(pc.reply_to, answer);
 }
@@ -272,8 +302,9 @@ struct registrar_body {
     const std::string line = "LEASE " + std::to_string(inst) + "\n";
     const double ttl = cx->sc->lease_ttl;
     for (;;) {
-      const bool ok = co_await pool_exchange(self, *cx, inst, cx->discovery_port,
-                                             mix(1'000'000u + inst), line, ms(ttl / 3));
+      const bool ok =
+          co_await pool_exchange(self, *cx, inst, cx->discovery_port, mix(1'000'000u + inst), line,
+                                 steady::now() + ms(ttl / 3));
       if (ok) {
         cx->disc->renew(inst, std::chrono::steady_clock::now() + ms(ttl));
         co_await self.receive(after(ms(ttl / 4)));
@@ -320,7 +351,11 @@ const std::string& cluster_context::name(const std::string& n) {
 start_function stub_start(std::string name, std::int64_t max_connections) {
   net::acceptor_pool_options o;
   o.name = std::move(name);
-  o.listen.backlog = 4096;
+  // A listen backlog is a queue too, and the kernel's is invisible to every mailbox metric:
+  // 4,096 held over a second of accepts, so connections made in time were answered after their
+  // callers' deadlines. 512 is about a sixth of a second; past it the kernel drops the SYN, and
+  // the connect fails at its caller's deadline without costing the stub anything.
+  o.listen.backlog = 512;
   o.listen.accepted = line_options();
   o.acceptors = 4;
   o.partitions = 2;
@@ -397,10 +432,11 @@ task<bool> place_attempt(process& self, cluster_context& cx, std::uint64_t call,
     co_return false;
   }
   const ref tag = self.make_ref();
-  const place_call pc{self.self(), tag, call, participant};
+  const auto t = ms(cx.sc->rpc_timeout);
+  const place_call pc{self.self(), tag, call, participant, steady::now() + t};
   self.send(*syncer, pc);
   auto m = co_await self.receive(on<placed>().when([tag](const placed& p) { return p.tag == tag; }),
-                                 after(ms(cx.sc->rpc_timeout)));
+                                 after(t));
   const bool ok = !m.timed_out() && m.get<placed>().ok;
   (ok ? cx.c->rpc_ok : cx.c->rpc_failed).fetch_add(1, std::memory_order_relaxed);
   co_return ok;

@@ -51,7 +51,8 @@ int usage(bool ok) {
   std::fputs(
       "usage: outage_replay [--fix F] [--recovery R] [--seconds S] [--quick] [--sessions N]\n"
       "                     [--csv PATH] [--png PATH] [--port N] [--linger S]\n"
-      "  --fix F       none | partition | marker | single-supervisor | rate-limit | shed | all\n"
+      "  --fix F       none | partition | marker | single-supervisor | rate-limit | shed |\n"
+      "                deadline | all\n"
       "                (default none); several may be given, comma-separated\n"
       "  --recovery R  none | one | cluster | limits-then-restart (default none)\n"
       "  --seconds S   run length, 12..120 (default 36; recoveries are placed in proportion)\n"
@@ -85,8 +86,10 @@ bool apply_fix(std::string_view list, replay::fixes& f) {
       f.rate_limit = true;
     } else if (one == "shed") {
       f.shed = true;
+    } else if (one == "deadline") {
+      f.deadline = true;
     } else if (one == "all") {
-      f = {true, true, true, true, true};
+      f = {true, true, true, true, true, true};
     } else {
       return false;
     }

@@ -24,6 +24,7 @@ struct fixes {
   bool single_supervisor = false;  ///< no HTTP-client connection supervisor behind the pool
   bool rate_limit = false;         ///< limits re-tuned to the topology, plus connection creation
   bool shed = false;               ///< the pool sheds start requests over a queue threshold
+  bool deadline = false;  ///< requests carry the caller's deadline; work past it is dropped
 };
 
 enum class recovery_plan { none, one, cluster, limits_then_restart };
@@ -72,6 +73,7 @@ struct counters {
   std::atomic<std::int64_t> downs{0};  ///< DOWNs of sessions, at gateways and call owners
   std::atomic<std::int64_t> gateway_ooms{0};
   std::atomic<std::int64_t> shed{0}, rate_limited{0};  ///< pool starts refused by a control
+  std::atomic<std::int64_t> expired{0};  ///< connections that ended unmade: their caller gave up
 };
 
 /// Service discovery: a lease per instance, and the ring built from the live leases.

@@ -90,6 +90,7 @@ verdict timeline::judge() const {
   v.reconnects = cx_.c->reconnects.load();
   v.shed = cx_.c->shed.load();
   v.rate_limited = cx_.c->rate_limited.load();
+  v.expired = cx_.c->expired.load();
   v.ring_min = sc.instances;
   v.provisioned = sc.instances;
   bool dropped = false;
@@ -262,6 +263,9 @@ std::string format_verdict(const verdict& v, const scenario& sc) {
   std::snprintf(buf, sizeof buf,
                 "pool starts refused                  %lld shed, %lld rate-limited\n",
                 static_cast<long long>(v.shed), static_cast<long long>(v.rate_limited));
+  out += buf;
+  std::snprintf(buf, sizeof buf, "dropped past the caller's deadline   %lld\n",
+                static_cast<long long>(v.expired));
   out += buf;
   std::snprintf(buf, sizeof buf, "recoveries that relapsed             %d\n", v.relapses);
   out += buf;

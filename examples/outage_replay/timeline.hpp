@@ -40,6 +40,7 @@ struct verdict {
   std::int64_t lease_expiries = 0, gateway_ooms = 0;
   std::int64_t sessions_killed = 0, downs = 0, reconnects = 0;
   std::int64_t shed = 0, rate_limited = 0;  ///< pool starts refused by the overload controls
+  std::int64_t expired = 0;     ///< placements and connections dropped past their caller's deadline
   double recovered_after = -1;  ///< seconds after the fault until the end stays healthy; -1: never
   bool cascade = false;         ///< backlog, lease expiry and ring dropout all happened
   int relapses = 0;             ///< recovery actions that helped, then did not last
