@@ -517,18 +517,41 @@ auto filler(pid sup, std::size_t n, pid report, start_function start, bool stay)
   };
 }
 
-void drown(runtime& rt, mailbox& me, pid sup, std::size_t n) {
+/// Blocks `sup` in a gated start and queues `n` start requests of `start` behind it; the gate is
+/// `me`, which opens it with an exit signal.
+void block_and_fill(mailbox& me, pid sup, std::size_t n, start_function start) {
   me.spawn([sup, g = me.self()](process& self) -> task<> {
     (void)co_await dynamic_supervisor::start_child(self, sup, child_spec("gate", gated_start(g)));
   });
   (void)assert_receive<gate_entered>(me, 10s);
   // The filler stays: its exit would drop its million monitors on the supervisor, a storm of
   // lock traffic on the supervisor's watcher set that is not what is measured here.
-  (void)me.spawn(filler(sup, n, me.self(), ignore_start(), /*stay=*/true));
+  (void)me.spawn(filler(sup, n, me.self(), std::move(start), /*stay=*/true));
   (void)assert_receive<filled>(me, 120s);
-  me.exit(sup, exit_reason::error("go"));
-  (void)rt;
 }
+
+void drown(mailbox& me, pid sup, std::size_t n) {
+  block_and_fill(me, sup, n, ignore_start());
+  me.exit(sup, exit_reason::error("go"));
+}
+
+/// As ignore_start, but every `every`-th request starts a parked child. Only the supervisor runs
+/// it, so the count needs no lock. The children a reply counts say how far into its backlog the
+/// supervisor was when it answered: a snapshot that no delay of the reader can change.
+start_function sampled_start(std::size_t every) {
+  auto seen = std::make_shared<std::size_t>(0);
+  return [seen, every](process& sup) -> task<start_result> {
+    if (++*seen % every != 0) co_return start_result::ignore();
+    co_return start_result::ok(sup.spawn_link(park_forever));
+  };
+}
+
+/// What an asker saw: the children its reply counted, and when the reply came.
+struct asked {
+  int order;
+  std::size_t children;
+  std::chrono::steady_clock::time_point answered;
+};
 
 TEST(Priority, ADrowningSupervisorAnswersAPriorityRequestFirst) {
   runtime rt;
@@ -538,25 +561,44 @@ TEST(Priority, ADrowningSupervisorAnswersAPriorityRequestFirst) {
   o.priority = true;
   const pid sup = dynamic_supervisor::start_link(me, o, dynamic_supervisor_flags{}).pid();
   ASSERT_TRUE(published_priority_alias(rt, sup).has_value());
-  drown(rt, me, sup, backlog);
-  // The first request after the flood also pays for taking the flood in from the inbox (a
-  // pass over every arrival, once); the next ones find it in the queue, as a drowning
-  // supervisor holds it.
-  for (const char* which : {"first", "next"}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const child_counts n = dynamic_supervisor::count_children(me, sup, 10s);
-    const auto took = std::chrono::steady_clock::now() - t0;
-    const std::size_t left = process_info(rt, sup)->message_queue_len;
-    EXPECT_EQ(n.specs, 1);  // the gate's child; the queued requests start nothing (ignore)
-    // Answered while (nearly) all the backlog is still queued: it went first.
-    EXPECT_GT(left, backlog / 2);
-    std::cout << "[ priority ] " << which << " count_children answered in "
-              << std::chrono::duration<double, std::micro>(took).count() << " us with " << left
-              << " start requests still queued\n";
+  // Every thousandth queued request starts a child, so a reply's child count tells how much of
+  // the backlog had been handled when the supervisor answered.
+  block_and_fill(me, sup, backlog, sampled_start(1000));
+  // Three requests join the queue behind the whole backlog before the supervisor may look at
+  // it: an asker is known to have sent its request once it waits for the reply. (Asking after
+  // the gate opened would race the drain: a test thread descheduled for half a second under
+  // load saw half the backlog gone.) The first answer also pays for taking the flood in from
+  // the inbox (a pass over every arrival, once); the next ones find it in the queue, as a
+  // drowning supervisor holds it.
+  const auto ask = [&](int order, bool which) {
+    const pid asker = me.spawn([sup, order, which, to = me.self()](process& self) -> task<> {
+      std::size_t children = 0;
+      if (which)
+        children = (co_await dynamic_supervisor::which_children(self, sup, 20s)).size();
+      else
+        children = (co_await dynamic_supervisor::count_children(self, sup, 20s)).specs;
+      self.send(to, asked{order, children, std::chrono::steady_clock::now()});
+    });
+    EXPECT_TRUE(eventually([&] {
+      const auto info = process_info(rt, asker);
+      return info && info->status == process_status::waiting;
+    }));
+  };
+  ask(0, false);
+  ask(1, false);
+  ask(2, true);
+  const auto opened = std::chrono::steady_clock::now();
+  me.exit(sup, exit_reason::error("go"));
+  for (int i = 0; i < 3; ++i) {
+    const asked a = assert_receive<asked>(me, 30s);
+    // Only the gate's child: the supervisor answered before it handled any queued request.
+    EXPECT_EQ(a.children, 1u) << "request " << a.order;
+    std::cout << "[ priority ] " << (a.order == 2 ? "which_children" : "count_children")
+              << " answered "
+              << std::chrono::duration<double, std::micro>(a.answered - opened).count()
+              << " us after the gate opened, before any of " << backlog
+              << " queued start requests\n";
   }
-  const auto kids = dynamic_supervisor::which_children(me, sup, 10s);
-  EXPECT_EQ(kids.size(), 1u);
-  EXPECT_GT(process_info(rt, sup)->message_queue_len, backlog / 2);
 }
 
 TEST(Priority, AnOrdinaryRequestWaitsBehindTheBacklog) {
@@ -565,7 +607,7 @@ TEST(Priority, AnOrdinaryRequestWaitsBehindTheBacklog) {
   const std::size_t backlog = 1'000'000 / stress_divisor;
   const pid sup = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{}).pid();
   EXPECT_FALSE(published_priority_alias(rt, sup).has_value());
-  drown(rt, me, sup, backlog);
+  drown(me, sup, backlog);
   EXPECT_THROW((void)dynamic_supervisor::count_children(me, sup, 1ms), call_error);
   // It is answered in the end.
   EXPECT_EQ(dynamic_supervisor::count_children(me, sup, 60s).specs, 1);
