@@ -255,15 +255,13 @@ task<bool> pool_exchange(process& self, cluster_context& cx, int inst, std::uint
 task<> handle_place(process& self, cluster_context* cx, int inst, place_call pc) {
   const std::string line =
       "PLACE " + std::to_string(pc.call) + " " + std::to_string(pc.participant) + "\n";
+  const auto deadline =
+      cx->sc->fix.deadline ? pc.deadline : steady::now() + ms(cx->sc->rpc_timeout);
   bool ok = false;
-  if (!cx->sc->fix.deadline) {
-    ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line,
-                                steady::now() + ms(cx->sc->rpc_timeout));
-  } else if (steady::now() < pc.deadline) {
-    ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line, pc.deadline);
-  } else {
+  if (steady::now() < deadline)
+    ok = co_await pool_exchange(self, *cx, inst, cx->media_port, pc.call, line, deadline);
+  else
     cx->c->expired.fetch_add(1, std::memory_order_relaxed);
-  }
   const placed answer{pc.tag, ok};
   self.send(pc.reply_to, answer);
 }

@@ -570,10 +570,10 @@ TEST(Priority, ADrowningSupervisorAnswersAPriorityRequestFirst) {
   // load saw half the backlog gone.) The first answer also pays for taking the flood in from
   // the inbox (a pass over every arrival, once); the next ones find it in the queue, as a
   // drowning supervisor holds it.
-  const auto ask = [&](int order, bool which) {
-    const pid asker = me.spawn([sup, order, which, to = me.self()](process& self) -> task<> {
+  const auto ask = [&](int order, bool list) {
+    const pid asker = me.spawn([sup, order, list, to = me.self()](process& self) -> task<> {
       std::size_t children = 0;
-      if (which)
+      if (list)
         children = (co_await dynamic_supervisor::which_children(self, sup, 20s)).size();
       else
         children = (co_await dynamic_supervisor::count_children(self, sup, 20s)).specs;
