@@ -120,6 +120,15 @@ task<> serve_one_exchange(process& self, net::tcp_socket* s, pid socket_owner,
   if (s != nullptr) co_await await_close(self, *s);
 }
 
+/// Answers the exchange request of a connection that could not connect, so that its requester
+/// need not wait for its own deadline to learn it.
+task<> refuse_one_exchange(process& self, std::chrono::milliseconds idle) {
+  auto m = co_await self.receive(on<exchange>(), after(idle));
+  if (m.timed_out()) co_return;
+  const exchange& ex = m.get<exchange>();
+  self.send(ex.reply_to, exchange_done{ex.tag, false});
+}
+
 // -- connections ----------------------------------------------------------------------------------
 
 /// A child of http_I: connects in its init (so http_I's start waits for the TCP handshake) and
@@ -159,8 +168,10 @@ task<pid> http_socket(process& self, cluster_context& cx, int inst, std::uint16_
   co_return pid();
 }
 
-/// A child of pool_I: one pooled connection. With two supervisors its init goes through http_I;
-/// with the single-supervisor fix it connects itself.
+/// A child of pool_I: one pooled connection. With two supervisors its init goes through http_I
+/// (and pool_I waits for http_I's start, which waits for the TCP handshake); with the
+/// single-supervisor fix it acks first and then connects itself, so pool_I never waits on the
+/// network.
 ///
 /// Without the deadline fix a connection is made whenever the pool gets to its start request,
 /// even when the requester gave up long before (as in the outage: each such start costs a TCP
@@ -181,14 +192,17 @@ struct connection_body {
     }
     const auto t = by_deadline ? left(deadline) : ms(cx->sc->rpc_timeout);
     if (cx->sc->fix.single_supervisor) {
+      // The ack comes before the connect (Elixir's handle_continue): a supervisor starts its
+      // children one at a time, so a child that waits on the network in its init makes its
+      // supervisor wait too, and a slow peer (a full listen backlog) then caps every start.
+      st.ack(self, start_result::ok(self.self()));
       auto s = co_await net::connect(self, "127.0.0.1", port, line_options(), t);
       if (!s) {
-        st.ack(self, start_result::error(exit_reason::error("{connect_failed}")));
+        co_await refuse_one_exchange(self, t);
         co_return;
       }
       cx->c->conn_starts.fetch_add(1, std::memory_order_relaxed);
-      st.ack(self, start_result::ok(self.self()));
-      co_await serve_one_exchange(self, &*s, pid(), t);
+      co_await serve_one_exchange(self, &*s, pid(), by_deadline ? left(deadline) : t);
       co_return;
     }
     const pid owner = co_await http_socket(self, *cx, inst, port, t);
