@@ -398,7 +398,7 @@ pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, re
                 "a process body must be callable as task<>(beamlet::process&)");
   static_assert(alignof(Fn) <= max_body_alignment,
                 "a process body may not be over-aligned (alignof > 16)");
-  proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn), flags.mailbox);
+  proc* p = allocate_proc(rt, sizeof(Fn), alignof(Fn), flags.mailbox, parent);
   task<> t;
   try {
     Fn* fn = ::new (body_storage(p)) Fn(std::forward<F>(body));

@@ -39,8 +39,8 @@ void free_proc(void* obj) noexcept {
 // --------------------------------------------------------------------------------------
 
 proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align,
-                    const mailbox_limit& limit) {
-  return allocate_proc_for(rt, body_size, body_align, false, limit);
+                    const mailbox_limit& limit, const proc* parent) {
+  return allocate_proc_for(rt, body_size, body_align, false, limit, parent);
 }
 
 namespace {
@@ -59,7 +59,7 @@ std::unique_ptr<mailbox_bound> make_bound(const mailbox_limit& limit) {
 }  // namespace
 
 proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
-                        bool external, const mailbox_limit& limit) {
+                        bool external, const mailbox_limit& limit, const proc* parent) {
   if (rt.closed.load(std::memory_order_relaxed))
     throw system_limit_error("beamlet: the runtime is shutting down");
   if (body_align > proc::body_alignment)
@@ -69,6 +69,9 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
   const std::size_t size = proc_body_offset + body_size;
   void* mem = allocate(size);
   auto* p = ::new (mem) proc(rt, static_cast<std::uint32_t>(size));
+  // Before the table insert below publishes it: process_info reads the parent of any process
+  // it finds in the table, a child its spawner has not started yet included.
+  if (parent != nullptr) p->parent = parent->id();
   if (bound != nullptr) {
     p->bound = bound.release();
     p->bounded = true;
@@ -120,7 +123,6 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
   p->body = body;
   p->resume_point = body;
   const pid id = p->id();
-  if (parent != nullptr) p->parent = parent->id();  // before publication: immutable after
   if (parent != nullptr) {
     // Set up before the child can run: spawn_link/spawn_monitor are atomic (no window in which
     // the child could die unobserved).

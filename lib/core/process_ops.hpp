@@ -85,7 +85,8 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause = exit_cause::si
 void drop_monitor(runtime_core& rt, pid watcher, std::uint64_t r, const monitor_entry& e) noexcept;
 /// allocate_proc() for a coroutine process (external = false) or a mailbox.
 proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t body_align,
-                        bool external, const mailbox_limit& limit = {});
+                        bool external, const mailbox_limit& limit = {},
+                        const proc* parent = nullptr);
 /// Delivers a message to p itself (after anything already in its inbox).
 void self_deliver(proc* p, message_node* n) noexcept;
 /// The process running on this thread (null outside a process run).

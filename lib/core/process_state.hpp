@@ -208,7 +208,7 @@ struct proc {
   // -- registry (reg_name under the registry mutex) ----------------------------------------------
   const std::string* reg_name = nullptr;
 
-  // -- read by process_info from any thread; written by the owner (relaxed) or at spawn --------
+  // -- read by process_info from any thread; written before the table insert publishes it -----
   pid parent;  ///< who spawned it (null: an outside thread)
 
   // -- cold --------------------------------------------------------------------------------------

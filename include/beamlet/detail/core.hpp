@@ -166,10 +166,13 @@ std::error_code unregister_in(runtime_core& rt, std::string_view name);
 /// The strictest alignment a process body (the callable spawn copies) may have.
 inline constexpr std::size_t max_body_alignment = 16;
 /// Reserves a process with room for a body of the given size, its mailbox bounded by `limit`
-/// (capacity 0: unbounded). Throws system_limit_error when the runtime is full or shutting down,
-/// std::bad_alloc when out of memory, std::invalid_argument for a policy outside the enum.
+/// (capacity 0: unbounded), spawned by `parent` (null: from outside). The process is in the
+/// process table (processes() lists it, process_info reads it) from here on, so everything
+/// process_info reads without the process's cooperation is set before it is published.
+/// Throws system_limit_error when the runtime is full or shutting down, std::bad_alloc when out
+/// of memory, std::invalid_argument for a policy outside the enum.
 proc* allocate_proc(runtime_core& rt, std::size_t body_size, std::size_t body_align,
-                    const mailbox_limit& limit = {});
+                    const mailbox_limit& limit, const proc* parent);
 void* body_storage(proc* p) noexcept;
 struct body_descriptor;
 void set_body_type(proc* p, const body_descriptor* d) noexcept;
