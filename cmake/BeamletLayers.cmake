@@ -1,7 +1,9 @@
 # beamlet is built in layers, bottom up: core (processes, mailboxes, scheduler, timers, names),
-# otp (proc_lib, gen_server, supervisors), and the layers to come (observe, net, dist). Each
-# layer is an object library compiled from lib/<layer>/, against the public headers and its
-# own private headers only; the `beamlet` library is made of all their objects.
+# otp (proc_lib, gen_server, supervisors), observe (logger, reports, metrics, HTTP endpoint),
+# net (sockets as processes) and dist (Erlang distribution). Each layer is an object library
+# compiled from lib/<layer>/, against the public headers (include/beamlet/<layer>/ and those of
+# the layers below) and its own private headers only; the `beamlet` library is made of all
+# their objects.
 #
 # beamlet_add_layer(<name> SOURCES <files...>) defines the object library beamlet_<name>.
 # Internal target: do not depend on it directly, link beamlet::beamlet.
@@ -9,7 +11,9 @@
 # The rule "a layer includes no private header of another layer" is enforced twice: the
 # compiler cannot find another layer's private headers (they are not on the include path),
 # and the check_layers target (built with everything) fails on any `#include "..."` in
-# lib/<layer>/ that names a file of another layer's folder, however it is spelled.
+# lib/<layer>/ that names a file of another layer's folder, however it is spelled. The same
+# target fails when lib/<layer>/ or include/beamlet/<layer>/ includes a public header of a
+# layer above it (<beamlet/<upper>/...>), or a public header by a deprecated flat path.
 
 # The standard headers most of the layers' files include (BEAMLET_PCH).
 set(_beamlet_pch_headers
@@ -59,8 +63,9 @@ endfunction()
 function(beamlet_check_layers)
   get_property(layers GLOBAL PROPERTY BEAMLET_LAYERS)
   add_custom_target(check_layers ALL
-    COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/lib "-DLAYERS=${layers}"
+    COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/lib
+            -DINCLUDE=${PROJECT_SOURCE_DIR}/include "-DLAYERS=${layers}"
             -P ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake
-    COMMENT "Checking that no layer includes another layer's private headers"
+    COMMENT "Checking that no layer includes another layer's private headers or a layer above"
     VERBATIM)
 endfunction()

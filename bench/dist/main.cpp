@@ -11,9 +11,9 @@
 //       bench/beam/dist_bench.erl): one-way throughput for each payload size (N messages
 //       {m, Payload} by pid, then {done, self()}, timed until the count comes back), then K
 //       sequential round trips. Prints one JSON object per measurement.
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <algorithm>
 #include <chrono>

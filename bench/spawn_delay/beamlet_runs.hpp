@@ -2,7 +2,7 @@
 // start_child requests, each from its own client process, as in the outage.
 #pragma once
 
-#include <beamlet/process.hpp>
+#include <beamlet/core/process.hpp>
 
 #include <cstdint>
 #include <functional>

@@ -1,26 +1,8 @@
-// beamlet/config.hpp: version and ABI namespace.
-//
-// Everything public lives in `beamlet::v0` (an inline namespace), so the ABI version is part of
-// every mangled name: two incompatible beamlet builds linked into one program fail to link
-// instead of misbehaving at run time.
+// beamlet/config.hpp: moved to <beamlet/core/config.hpp>; this path is deprecated in 0.2 and goes
+// away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the warning.
 #pragma once
 
-#define BEAMLET_VERSION_MAJOR 0
-#define BEAMLET_VERSION_MINOR 1
-#define BEAMLET_VERSION_PATCH 0
-
-#define BEAMLET_BEGIN_NAMESPACE \
-  namespace beamlet {           \
-  inline namespace v0 {
-#define BEAMLET_END_NAMESPACE \
-  }                           \
-  }
-
-// Sanitizer detection, used by tests to scale stress sizes down.
-#if defined(__SANITIZE_THREAD__)
-#define BEAMLET_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BEAMLET_TSAN 1
+#ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
+#pragma GCC warning "<beamlet/config.hpp> is deprecated: include <beamlet/core/config.hpp>"
 #endif
-#endif
+#include <beamlet/core/config.hpp>

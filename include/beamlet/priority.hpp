@@ -1,53 +1,8 @@
-// beamlet/priority.hpp: priority messages (EEP 76, OTP 28).
-//
-// A process makes a priority alias (process::priority_alias) and hands it out; messages sent
-// through it, and exit signals sent to it, are received ahead of every ordinary message, whatever
-// the ordinary queue holds. That is what lets an operator reach a process that is drowning: a
-// supervisor with a million start requests queued still answers a priority which_children at
-// once.
-//
-// Semantics, as EEP 76:
-//  * A receive looks at the priority messages first (in their arrival order), then at the
-//    ordinary queue as usual. Priority messages from one sender keep their order; relative to
-//    that sender's ordinary messages they may overtake (that is the point).
-//  * Only an active alias delivers: after unalias, or once the owner has exited, messages sent
-//    through it are dropped, as a send to a dead pid is.
-//  * A priority exit signal acts as any exit signal; when the owner traps exits, its exit_message
-//    is a priority message.
-//  * A priority alias is not a pid: only the holders of it can send with priority. A process
-//    may publish one alias (published_priority_alias finds it by pid) so that library code,
-//    like a supervisor's management functions, can reach it without a handshake; the published
-//    alias stays active as long as the process. Publishing is a choice of trust: anyone can
-//    then send with priority, and priority messages are never bounded (a bounded mailbox does
-//    not count them), so keep them for management and out of the hot path.
-// Processes that never make an alias pay nothing for the feature (one test per receive).
+// beamlet/priority.hpp: moved to <beamlet/core/priority.hpp>; this path is deprecated in 0.2 and
+// goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the warning.
 #pragma once
 
-#include <compare>
-#include <string>
-
-#include <beamlet/config.hpp>
-#include <beamlet/ids.hpp>
-
-BEAMLET_BEGIN_NAMESPACE
-
-/// Tag for the priority forms of calls (gen_server call, the supervisors' management
-/// functions): the request goes through the server's published alias when it has one.
-struct priority_t {
-  explicit constexpr priority_t() = default;
-};
-inline constexpr priority_t priority{};
-
-/// A priority alias: the owner's pid and the alias's own unique reference.
-struct priority_alias {
-  beamlet::pid owner;
-  beamlet::ref id;
-
-  constexpr explicit operator bool() const noexcept { return static_cast<bool>(id); }
-  friend constexpr auto operator<=>(const priority_alias&, const priority_alias&) = default;
-  std::string to_string() const {
-    return "#Alias<" + owner.to_string() + "," + id.to_string() + ">";
-  }
-};
-
-BEAMLET_END_NAMESPACE
+#ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
+#pragma GCC warning "<beamlet/priority.hpp> is deprecated: include <beamlet/core/priority.hpp>"
+#endif
+#include <beamlet/core/priority.hpp>

@@ -1,51 +1,10 @@
-// beamlet/system_monitor.hpp: runtime-wide alarms delivered as messages (erlang:system_monitor).
-//
-// One subscriber process per runtime receives monitor_alarm messages
-// (beamlet/system_messages.hpp):
-//   - long_message_queue, with OTP 26 semantics: one alarm (`on`) when a process's queue grows
-//     to the enable mark, and one (`on == false`) when it has fallen to the disable mark or below
-//     (or the process ended); nothing in between, however the queue moves.
-//   - long_schedule: a process ran longer than the limit without suspending (a busy loop, a
-//     blocking call inside a process): the kind of bug that starves a scheduler.
-//
-// When: never on a send. A queue is checked by its owner as it takes new arrivals in (each
-// receive that finds some) and where it is scheduled out (the end of each run); a send to a
-// process parked in a receive makes it run, so only a process that waits for a busy scheduler
-// is seen late. long_schedule is checked at the end of each run.
-//
-// Cost: when nobody subscribes, a send pays nothing, and a process run and each batch of
-// arrivals one relaxed load. Settings replace the previous ones atomically enough for alarms (a
-// send racing with the change may use the old thresholds once). Alarms to a subscriber that has
-// died are dropped. Thread-safe.
+// beamlet/system_monitor.hpp: moved to <beamlet/core/system_monitor.hpp>; this path is deprecated
+// in 0.2 and goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without
+// the warning.
 #pragma once
 
-#include <chrono>
-#include <cstddef>
-
-#include <beamlet/config.hpp>
-#include <beamlet/ids.hpp>
-
-BEAMLET_BEGIN_NAMESPACE
-
-class runtime;
-class basic_process;
-
-struct system_monitor_settings {
-  /// Who gets the alarms; the null pid turns the monitor off.
-  pid subscriber;
-  /// long_message_queue alarms: on at `enable` queued messages, off at `disable` or fewer.
-  /// 0 disables them. `disable` must be below `enable`.
-  std::size_t long_queue_enable = 0;
-  std::size_t long_queue_disable = 0;
-  /// long_schedule alarms when a run lasts longer than this; zero disables them.
-  std::chrono::nanoseconds long_schedule{0};
-};
-
-/// Replaces the runtime's settings. Throws std::invalid_argument (and changes nothing) when
-/// long_queue_disable >= long_queue_enable with the alarm on, or long_schedule is negative.
-void set_system_monitor(runtime& rt, const system_monitor_settings& s);
-void set_system_monitor(basic_process& self, const system_monitor_settings& s);
-/// The current settings.
-system_monitor_settings system_monitor(runtime& rt);
-
-BEAMLET_END_NAMESPACE
+#ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
+#pragma GCC warning \
+    "<beamlet/system_monitor.hpp> is deprecated: include <beamlet/core/system_monitor.hpp>"
+#endif
+#include <beamlet/core/system_monitor.hpp>

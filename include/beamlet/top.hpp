@@ -1,63 +1,8 @@
-// beamlet/top.hpp: recon-style views of the processes that stand out.
-//
-//   for (const auto& e : beamlet::top(rt, 10, beamlet::top_by::message_queue_len)) ...
-//   std::cout << beamlet::format_top(beamlet::top(rt, 10, beamlet::top_by::memory));
-//   auto busiest = co_await beamlet::top_window(self, 5, beamlet::top_by::reductions, 1s);
-//
-// top(n, by) is recon:proc_count/2: the n processes with the largest value now. top_window is
-// recon:proc_window/3: the n processes whose value grew most over `interval` (a process born
-// during the interval counts from zero). Both read every process without its cooperation (see
-// beamlet/process_info.hpp), so they answer while the system is overloaded; a pass costs about
-// 60 ms per million processes (2 cores). Entries are ordered largest first, ties by pid.
-// Thread-safe. top_window from a process waits in a receive (the process can still be killed);
-// from an outside thread it sleeps.
+// beamlet/top.hpp: moved to <beamlet/observe/top.hpp>; this path is deprecated in 0.2 and goes away
+// in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the warning.
 #pragma once
 
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include <beamlet/config.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/process_info.hpp>
-#include <beamlet/task.hpp>
-
-BEAMLET_BEGIN_NAMESPACE
-
-class runtime;
-class process;
-
-enum class top_by : std::uint8_t { message_queue_len, memory, reductions };
-/// "message_queue_len", "memory", "reductions"
-std::string_view to_string(top_by b) noexcept;
-
-struct top_entry {
-  beamlet::pid pid;
-  /// The value ranked (for top_window: its increase over the interval).
-  std::int64_t value = 0;
-  std::string registered_name;  ///< "" if none
-  std::string initial_call;
-  process_status status = process_status::runnable;
-  std::size_t message_queue_len = 0;
-  std::string waiting_for;  ///< when the process was parked in a labelled receive
-};
-
-std::vector<top_entry> top(runtime& rt, std::size_t n, top_by by);
-std::vector<top_entry> top(basic_process& self, std::size_t n, top_by by);
-/// Blocks the calling (outside) thread for `interval`.
-std::vector<top_entry> top_window(runtime& rt, std::size_t n, top_by by,
-                                  std::chrono::milliseconds interval);
-/// From a process: waits `interval` in a receive that takes nothing.
-task<std::vector<top_entry>> top_window(process& self, std::size_t n, top_by by,
-                                        std::chrono::milliseconds interval);
-
-/// A fixed-width table an operator reads at a glance:
-///   pid       message_queue_len  name          initial call                 status   waiting for
-///   <0.42.0>            1000000  sessions_sup  beamlet::dynamic_supervisor  waiting  init ack from
-///   <0.9.0>
-std::string format_top(const std::vector<top_entry>& entries, top_by by);
-
-BEAMLET_END_NAMESPACE
+#ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
+#pragma GCC warning "<beamlet/top.hpp> is deprecated: include <beamlet/observe/top.hpp>"
+#endif
+#include <beamlet/observe/top.hpp>

@@ -1,11 +1,11 @@
-// Size-class allocator for nodes, frames and processes (see beamlet/detail/allocator.hpp).
+// Size-class allocator for nodes, frames and processes (see beamlet/core/detail/allocator.hpp).
 //
 // Per thread: one free list per 16-byte size class, no locks. A list that grows past two batches
 // returns one batch to the central list of its class; an empty list takes a batch back, or
 // carves fresh blocks from a chunk. Blocks of one class are carved consecutively, which is what
 // keeps a freshly filled mailbox cache-friendly to scan. Memory is kept for reuse, never returned
 // to the operating system.
-#include <beamlet/detail/allocator.hpp>
+#include <beamlet/core/detail/allocator.hpp>
 
 #include <algorithm>
 #include <atomic>

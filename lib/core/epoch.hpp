@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -1,4 +1,4 @@
-#include <beamlet/error.hpp>
+#include <beamlet/core/error.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

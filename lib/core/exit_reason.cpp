@@ -1,4 +1,4 @@
-#include <beamlet/exit_reason.hpp>
+#include <beamlet/core/exit_reason.hpp>
 
 #include <cxxabi.h>
 

@@ -12,8 +12,8 @@
 #include <new>
 #include <utility>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/allocator.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/allocator.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -1,5 +1,5 @@
-#include <beamlet/ids.hpp>
-#include <beamlet/receive.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/receive.hpp>
 
 #include <ostream>
 #include <string_view>
@@ -31,7 +31,7 @@ std::ostream& operator<<(std::ostream& os, ref r) {
 
 namespace detail {
 std::string demangled_name(const std::type_info& t) {
-  // The ABI namespace (beamlet/config.hpp) is noise in a report: beamlet::v0::x -> beamlet::x.
+  // The ABI namespace (beamlet/core/config.hpp) is noise in a report: beamlet::v0::x -> beamlet::x.
   std::string s = boost::core::demangle(t.name());
   static constexpr std::string_view abi = "beamlet::v0::";
   for (std::size_t at = s.find(abi); at != std::string::npos; at = s.find(abi, at))

@@ -1,6 +1,6 @@
 // Outside-thread mailboxes: a process without a coroutine, whose receive blocks its thread.
-#include <beamlet/mailbox.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 
 #include "observation.hpp"
 #include "process_ops.hpp"

@@ -1,4 +1,4 @@
-#include <beamlet/detail/message_queue.hpp>
+#include <beamlet/core/detail/message_queue.hpp>
 
 #include <new>
 

@@ -1,5 +1,5 @@
 // What the core computes for the observability layer: crash reports, system monitor alarms,
-// process inspection. The public entry points are in beamlet/detail/core.hpp; these are the
+// process inspection. The public entry points are in beamlet/core/detail/core.hpp; these are the
 // core's internal helpers.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <beamlet/config.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/ids.hpp>
 
 #include "process_state.hpp"
 

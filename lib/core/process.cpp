@@ -1,6 +1,6 @@
 // Spawning, and the operations a process performs on itself and others (basic_process).
-#include <beamlet/error.hpp>
-#include <beamlet/process.hpp>
+#include <beamlet/core/error.hpp>
+#include <beamlet/core/process.hpp>
 
 #include <algorithm>
 #include <limits>

@@ -2,9 +2,9 @@
 // inbox (which acts on signals), running a process for one scheduling slot, and ending one.
 #pragma once
 
-#include <beamlet/detail/message.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
 
 #include "process_state.hpp"
 

@@ -160,7 +160,7 @@ namespace {
 // Atomic (relaxed: plain loads and stores) because process_info reads it from other threads.
 thread_local std::atomic<proc*> tls_running{nullptr};
 
-/// Marks the running process for the task-transfer stack bound (beamlet/task.hpp).
+/// Marks the running process for the task-transfer stack bound (beamlet/core/task.hpp).
 class running_scope {
  public:
   explicit running_scope(proc* p) noexcept {

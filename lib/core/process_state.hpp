@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/detail/message_queue.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/process.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/detail/message_queue.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/process.hpp>
 
 #include "id_table.hpp"
 #include "spinlock.hpp"
@@ -112,7 +112,7 @@ struct external_wait {
   std::condition_variable cv;
 };
 
-/// A bounded mailbox (beamlet/mailbox_limit.hpp). Made before the process is published and
+/// A bounded mailbox (beamlet/core/mailbox_limit.hpp). Made before the process is published and
 /// freed with its memory, so a sender that found the process may read it at any time.
 struct mailbox_bound {
   std::int64_t capacity = 0;
@@ -121,10 +121,10 @@ struct mailbox_bound {
   /// leave. Under drop_oldest it may pass capacity until the owner trims.
   std::atomic<std::int64_t> count{0};
   std::atomic<std::uint64_t> dropped{0};  ///< refused, dropped or trimmed
-  queue_tally tally;                       ///< what the owner's queue counts
+  queue_tally tally;                      ///< what the owner's queue counts
 };
 
-/// Priority messages (beamlet/priority.hpp), made by the first priority alias. Owner only.
+/// Priority messages (beamlet/core/priority.hpp), made by the first priority alias. Owner only.
 struct priority_state {
   message_queue queue;                 ///< received ahead of proc::queue
   std::vector<std::uint64_t> aliases;  ///< the active priority aliases (a few at most)

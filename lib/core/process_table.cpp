@@ -5,7 +5,7 @@
 #include <bit>
 #include <new>
 
-#include <beamlet/error.hpp>
+#include <beamlet/core/error.hpp>
 
 #include "process_state.hpp"
 

@@ -15,8 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <beamlet/config.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

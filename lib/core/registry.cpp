@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <beamlet/error.hpp>
+#include <beamlet/core/error.hpp>
 
 #include "process_state.hpp"
 #include "process_table.hpp"

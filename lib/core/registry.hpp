@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/ids.hpp>
+#include <beamlet/core/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

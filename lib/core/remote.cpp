@@ -1,8 +1,8 @@
-// Operations on remote pids and signals from other nodes (beamlet/detail/remote.hpp). The core
+// Operations on remote pids and signals from other nodes (beamlet/core/detail/remote.hpp). The core
 // keeps a remote link or monitor in the same tables as a local one, so unlink, demonitor, a
 // process's death and process_info treat both alike; only the delivery differs.
-#include <beamlet/detail/remote.hpp>
-#include <beamlet/process.hpp>
+#include <beamlet/core/detail/remote.hpp>
+#include <beamlet/core/process.hpp>
 
 #include <mutex>
 #include <utility>

@@ -1,8 +1,8 @@
-// The out-of-line accessors of the running process's run context (see beamlet/task.hpp for why
+// The out-of-line accessors of the running process's run context (see beamlet/core/task.hpp for why
 // coroutine code reaches it only through calls).
 #include "run_context.hpp"
 
-#include <beamlet/detail/allocator.hpp>
+#include <beamlet/core/detail/allocator.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -1,11 +1,11 @@
-// The run context of the process running on this thread (beamlet/task.hpp's run_context).
+// The run context of the process running on this thread (beamlet/core/task.hpp's run_context).
 //
 // Only the library's own non-coroutine code reads `this_run` directly: the scheduler when a
 // run starts and ends, and the out-of-line functions of run_context.cpp that coroutine code
 // calls (task.hpp says why coroutine code must not read a thread_local inline).
 #pragma once
 
-#include <beamlet/task.hpp>
+#include <beamlet/core/task.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

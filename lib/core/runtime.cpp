@@ -1,14 +1,19 @@
-#include <beamlet/mailbox.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include <beamlet/core/detail/layer_hooks.hpp>
+
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 #include "signals.hpp"
+
+// The layers' hook table is optional: a weak reference, null in a program with the core alone.
+#pragma weak beamlet_layer_hooks
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -177,7 +182,9 @@ runtime::runtime() : runtime(runtime_options{}) {}
 runtime::runtime(runtime_options options) : core_(new detail::runtime_core(options)) {
   core_->start();
   try {
-    detail::runtime_started(*this);
+    // Null when the program has the core alone (see beamlet/core/detail/layer_hooks.hpp).
+    const detail::layer_hooks* layers = &beamlet_layer_hooks;
+    if (layers != nullptr && layers->runtime_started != nullptr) layers->runtime_started(*this);
   } catch (...) {
     core_->shutdown();
     core_.release()->release();

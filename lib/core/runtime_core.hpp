@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/runtime.hpp>
 
-#include <beamlet/detail/remote.hpp>
-#include <beamlet/extension.hpp>
+#include <beamlet/core/detail/remote.hpp>
+#include <beamlet/core/extension.hpp>
 
 #include "epoch.hpp"
 #include "process_table.hpp"
@@ -142,11 +142,6 @@ inline void count(runtime_core& rt, Pick pick, std::uint64_t n = 1) noexcept {
 /// publishes its own total into its counter cell between runs (scheduler.cpp), and a mailbox
 /// adds what its receive moved (mailbox.cpp).
 inline thread_local std::uint64_t messages_moved = 0;
-
-/// Called by every runtime's constructor once its threads run, before it is returned: the
-/// library's top layer installs its defaults here (the logger, lib/observe/startup.cpp). The
-/// core declares it and never includes the layer that defines it.
-void runtime_started(runtime& rt);
 
 }  // namespace detail
 BEAMLET_END_NAMESPACE

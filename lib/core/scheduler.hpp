@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include "epoch.hpp"
 #include "run_queue.hpp"

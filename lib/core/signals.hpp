@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <typeinfo>
 
-#include <beamlet/detail/message.hpp>
-#include <beamlet/detail/reply.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/system_messages.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/detail/reply.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/system_messages.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -24,10 +24,10 @@
 #include <optional>
 #include <vector>
 
-#include <beamlet/detail/message.hpp>
-#include <beamlet/detail/receive_op.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/timeout.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/detail/receive_op.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/timeout.hpp>
 
 #include "id_table.hpp"
 

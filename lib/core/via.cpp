@@ -1,5 +1,5 @@
-#include <beamlet/runtime.hpp>
-#include <beamlet/via.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/core/via.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

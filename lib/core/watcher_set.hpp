@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <new>
 
-#include <beamlet/config.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

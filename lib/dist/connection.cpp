@@ -2,8 +2,8 @@
 // connected phase: commands from local processes become packets written in arrival order, and
 // packets from the peer become messages and signals for local processes. The connection keeps
 // the links and monitors that cross it, so that losing it ends each with `noconnection`.
-#include <beamlet/detail/core.hpp>
-#include <beamlet/receive.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/receive.hpp>
 
 #include <map>
 #include <random>
@@ -26,7 +26,7 @@ using clock_type = std::chrono::steady_clock;
 namespace core = beamlet::detail;
 
 // Never inlined: the handshake coroutines call it, and inlined into one, the thread_local's
-// address may be kept across a suspension and so be another thread's (beamlet/task.hpp).
+// address may be kept across a suspension and so be another thread's (beamlet/core/task.hpp).
 [[gnu::noinline]] std::uint32_t random_challenge() {
   thread_local std::mt19937 gen{std::random_device{}()};
   return static_cast<std::uint32_t>(gen());

@@ -1,8 +1,8 @@
 // The control messages a peer sends, each turned into what OTP does with it on a local process:
 // a message, a link, an exit signal, a monitor or a DOWN. A control tuple of the wrong shape is
 // a protocol error: the connection closes (and nothing else happens).
-#include <beamlet/detail/core.hpp>
-#include <beamlet/detail/message.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/detail/message.hpp>
 
 #include "connection_tables.hpp"
 #include "node_state.hpp"

@@ -2,7 +2,7 @@
 // with `noconnection` when it is lost (and what a DOWN or an EXIT from the peer settles).
 #pragma once
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include <cstdint>
 #include <map>
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/detail/remote.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/detail/remote.hpp>
 #include <beamlet/dist/term.hpp>
 
 BEAMLET_BEGIN_NAMESPACE

@@ -2,16 +2,16 @@
 // unregisters the name) and looking up a peer's port.
 #pragma once
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-#include <beamlet/expected.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
 #include <beamlet/net/tcp.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/task.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail::tag {

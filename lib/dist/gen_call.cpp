@@ -1,8 +1,8 @@
 // gen_server's wire form across nodes.
-#include <beamlet/detail/gen_server_dispatch.hpp>
+#include <beamlet/core/receive.hpp>
 #include <beamlet/dist/gen_call.hpp>
 #include <beamlet/dist/node.hpp>
-#include <beamlet/receive.hpp>
+#include <beamlet/otp/detail/gen_server_dispatch.hpp>
 
 #include "node_state.hpp"
 

@@ -1,6 +1,6 @@
 // The core's remote hooks: what a local process does to a remote pid, encoded on its own
 // thread and handed to the connection for that pid's node (node_state.hpp).
-#include <beamlet/detail/core.hpp>
+#include <beamlet/core/detail/core.hpp>
 #include <beamlet/dist/node.hpp>
 
 #include "node_state.hpp"

@@ -3,7 +3,7 @@
 // package.
 #pragma once
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Starting and stopping a node, its kernel process, and its table of connections.
-#include <beamlet/detail/core.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/mailbox.hpp>
 #include <beamlet/dist/node.hpp>
-#include <beamlet/mailbox.hpp>
 
 #include <unistd.h>
 

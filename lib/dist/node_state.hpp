@@ -8,7 +8,7 @@
 // guarantee that a link or monitor across a lost connection always gets noconnection).
 #pragma once
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include <atomic>
 #include <memory>
@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include <beamlet/detail/remote.hpp>
+#include <beamlet/core/detail/remote.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/log_event.hpp>
 #include <beamlet/dist/node.hpp>
-#include <beamlet/extension.hpp>
-#include <beamlet/log_event.hpp>
 #include <beamlet/net/tcp.hpp>
 
 BEAMLET_BEGIN_NAMESPACE

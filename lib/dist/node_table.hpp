@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 #include <beamlet/dist/etf.hpp>
 
 BEAMLET_BEGIN_NAMESPACE

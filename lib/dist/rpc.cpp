@@ -4,9 +4,9 @@
 // Stack} for a failure. beamlet answers exactly that request (for registered functions) with a
 // real process of its own that runs the function; any other spawn request is refused
 // (`notsup`), as code cannot be sent to a C++ node.
-#include <beamlet/detail/core.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/extension.hpp>
 #include <beamlet/dist/node.hpp>
-#include <beamlet/extension.hpp>
 
 #include <exception>
 #include <map>

@@ -6,9 +6,9 @@
 //    its own and replies with its value, or {badrpc, {'EXIT', {Reason, Stack}}};
 //  * the group leader that rpc_call names, so that a remote function that prints (io:format)
 //    gets its io_reply instead of waiting for one forever. What it prints is logged (info).
+#include <beamlet/core/receive.hpp>
 #include <beamlet/dist/gen_call.hpp>
 #include <beamlet/dist/node.hpp>
-#include <beamlet/receive.hpp>
 
 #include "node_state.hpp"
 #include "rpc_table.hpp"

@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
+#include <beamlet/core/extension.hpp>
 #include <beamlet/dist/node.hpp>
-#include <beamlet/extension.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {

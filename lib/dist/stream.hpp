@@ -2,15 +2,15 @@
 // epmd's replies, with a deadline. The connected phase reads in active mode instead.
 #pragma once
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include <chrono>
 #include <string>
 
-#include <beamlet/expected.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
 #include <beamlet/net/tcp.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/task.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {

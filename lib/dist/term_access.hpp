@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 #include <beamlet/dist/term.hpp>
 
 BEAMLET_BEGIN_NAMESPACE

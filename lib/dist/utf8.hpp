@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {

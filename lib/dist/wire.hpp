@@ -3,7 +3,7 @@
 // external term). Building only; reading happens in the connection.
 #pragma once
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 #include <cstdint>
 #include <optional>

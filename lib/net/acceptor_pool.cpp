@@ -10,13 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/extension.hpp>
-#include <beamlet/metrics.hpp>
-#include <beamlet/partition_supervisor.hpp>
-#include <beamlet/proc_lib.hpp>
-#include <beamlet/receive.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/receive.hpp>
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/partition_supervisor.hpp>
+#include <beamlet/otp/proc_lib.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace net {

@@ -16,11 +16,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/detail/message.hpp>
-#include <beamlet/extension.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/metrics.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/observe/metrics.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace net::detail {

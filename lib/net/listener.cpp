@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include <beamlet/detail/socket_fd.hpp>
+#include <beamlet/core/detail/socket_fd.hpp>
 
 #include "errors.hpp"
 #include "listener_state.hpp"
@@ -29,7 +29,7 @@ std::error_code acceptor_core::open() {
   const auto address = asio::ip::make_address(opts.address, ec);
   if (ec) return make_error_code(net_errc::bad_address);
   const tcp::endpoint ep(address, opts.port);
-  // Close-on-exec from the start (beamlet/detail/socket_fd.hpp): a child process that held
+  // Close-on-exec from the start (beamlet/core/detail/socket_fd.hpp): a child process that held
   // this listener would keep taking connections into its backlog after close().
   const int fd = ::beamlet::detail::open_tcp_socket(ep.protocol().family());
   if (fd < 0) return std::error_code(errno, std::system_category());

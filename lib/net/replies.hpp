@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-#include <beamlet/detail/message.hpp>
+#include <beamlet/core/detail/message.hpp>
 #include <beamlet/net/tcp.hpp>
 
 BEAMLET_BEGIN_NAMESPACE

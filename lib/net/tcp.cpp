@@ -17,9 +17,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <beamlet/detail/socket_fd.hpp>
-#include <beamlet/extension.hpp>
-#include <beamlet/receive.hpp>
+#include <beamlet/core/detail/socket_fd.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/receive.hpp>
 
 #include "errors.hpp"
 #include "listener_state.hpp"
@@ -134,7 +134,7 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         });
   }
 
-  // Each address in turn, on a socket opened close-on-exec (beamlet/detail/socket_fd.hpp),
+  // Each address in turn, on a socket opened close-on-exec (beamlet/core/detail/socket_fd.hpp),
   // which Asio's range connect would replace by one of its own for every attempt.
   void connect_to(std::vector<detail::tcp::endpoint> eps) {
     endpoints = std::move(eps);

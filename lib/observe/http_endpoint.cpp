@@ -1,7 +1,7 @@
 // The operator's HTTP endpoint: its process, its public handle and the start functions. The
 // I/O side (connections, accept loop, limits) is http_session.cpp; what they share and who owns
 // what is explained in http_server.hpp.
-#include <beamlet/http_endpoint.hpp>
+#include <beamlet/observe/http_endpoint.hpp>
 
 #include <pthread.h>
 #include <unistd.h>
@@ -17,13 +17,13 @@
 
 #include <boost/asio/post.hpp>
 
-#include <beamlet/detail/socket_fd.hpp>
-#include <beamlet/extension.hpp>
-#include <beamlet/metrics.hpp>
-#include <beamlet/proc_lib.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/receive.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/detail/socket_fd.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/receive.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/otp/proc_lib.hpp>
 
 #include "http_server.hpp"
 
@@ -219,7 +219,7 @@ void http_endpoint::state::listen() {
   const auto address = net::ip::make_address(opts.address, ec);
   if (ec) fail("bad address", ec);
   const tcp::endpoint ep(address, opts.port);
-  // Close-on-exec from the start (beamlet/detail/socket_fd.hpp).
+  // Close-on-exec from the start (beamlet/core/detail/socket_fd.hpp).
   const int fd = ::beamlet::detail::open_tcp_socket(ep.protocol().family());
   if (fd < 0) fail("socket", boost::system::error_code(errno, boost::system::system_category()));
   if (acceptor.assign(ep.protocol(), fd, ec); ec) {

@@ -10,11 +10,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include <beamlet/metrics.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/process_info.hpp>
-#include <beamlet/supervisor_stats.hpp>
-#include <beamlet/top.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/process_info.hpp>
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/observe/top.hpp>
+#include <beamlet/otp/supervisor_stats.hpp>
 
 #include "json.hpp"
 

@@ -1,4 +1,4 @@
-// The pages of the HTTP endpoint (beamlet/http_endpoint.hpp), built in its process from the
+// The pages of the HTTP endpoint (beamlet/observe/http_endpoint.hpp), built in its process from the
 // runtime's introspection: /metrics, /processes, /tree and the index. Kept apart from the
 // socket handling so that each can be read on its own.
 #pragma once
@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include <beamlet/config.hpp>
-#include <beamlet/http_endpoint.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/observe/http_endpoint.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 class basic_process;

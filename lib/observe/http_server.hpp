@@ -1,4 +1,4 @@
-// The HTTP endpoint's I/O side (beamlet/http_endpoint.hpp): the state that the endpoint's
+// The HTTP endpoint's I/O side (beamlet/observe/http_endpoint.hpp): the state that the endpoint's
 // process, its public handle and its connections share, and the connections themselves.
 //
 // Ownership, the part that is easy to get wrong. The state (io_context, acceptor, the set of
@@ -30,8 +30,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/http_endpoint.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/observe/http_endpoint.hpp>
 
 #include "http_pages.hpp"
 

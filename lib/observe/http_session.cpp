@@ -12,8 +12,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include <beamlet/detail/socket_fd.hpp>
-#include <beamlet/receive.hpp>
+#include <beamlet/core/detail/socket_fd.hpp>
+#include <beamlet/core/receive.hpp>
 
 #include "http_server.hpp"
 
@@ -203,7 +203,7 @@ bool out_of_resources(const boost::system::error_code& ec) {
 
 void http_endpoint::state::accept(const std::shared_ptr<state>& self) {
   // Readiness, then accept4 here: Asio's accept makes descriptors that a child process would
-  // inherit (beamlet/detail/socket_fd.hpp).
+  // inherit (beamlet/core/detail/socket_fd.hpp).
   acceptor.async_wait(asio::ip::tcp::acceptor::wait_read, [self](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
     asio::ip::tcp::socket s(self->ioc);

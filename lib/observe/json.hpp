@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -10,7 +10,7 @@
 #include <ctime>
 #include <string>
 
-#include <beamlet/logger.hpp>
+#include <beamlet/observe/logger.hpp>
 
 #include "json.hpp"
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/logger.hpp>
+#include <beamlet/observe/logger.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

@@ -1,6 +1,6 @@
 // Prometheus text exposition (version 0.0.4): one HELP and TYPE line per metric family, then
 // its samples. Label values are escaped as the format requires (backslash, quote, newline).
-#include <beamlet/metrics.hpp>
+#include <beamlet/observe/metrics.hpp>
 
 #include <algorithm>
 #include <map>
@@ -8,12 +8,12 @@
 #include <mutex>
 #include <vector>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/extension.hpp>
-#include <beamlet/logger.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
-#include <beamlet/supervisor_stats.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/observe/logger.hpp>
+#include <beamlet/otp/supervisor_stats.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

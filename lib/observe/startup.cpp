@@ -1,15 +1,16 @@
-// What every runtime gets when it starts: the logger, with its default stderr handler (see
-// beamlet/logger.hpp). The core calls this hook (lib/core/runtime_core.hpp) without knowing
-// what it installs.
-#include <beamlet/logger.hpp>
-#include <beamlet/runtime.hpp>
+// What every runtime of the full library gets when it starts: the logger, with its default
+// stderr handler (see beamlet/observe/logger.hpp). The core reaches this through the hook table
+// of beamlet/core/detail/layer_hooks.hpp without knowing what it installs.
+#include <beamlet/core/detail/layer_hooks.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/observe/logger.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
-namespace detail {
+namespace {
 
-void runtime_started(runtime& rt) {
-  (void)logger::of(rt);
+void install_defaults(beamlet::runtime& rt) {
+  (void)beamlet::logger::of(rt);
 }
 
-}  // namespace detail
-BEAMLET_END_NAMESPACE
+}  // namespace
+
+extern "C" const beamlet::detail::layer_hooks beamlet_layer_hooks{&install_defaults};

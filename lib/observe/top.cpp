@@ -1,16 +1,16 @@
 // recon-style views: rank every process by one counter (a pass over the process table that
 // reads a few atomics each), then look closely only at the n that made the list.
-#include <beamlet/top.hpp>
+#include <beamlet/observe/top.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <thread>
 #include <unordered_map>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/receive.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/receive.hpp>
+#include <beamlet/core/runtime.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

@@ -1,5 +1,5 @@
 // Child spec validation (spec §6.1 rule 2): OTP's do_check_childspec/2 checks and errors.
-#include <beamlet/child_spec.hpp>
+#include <beamlet/otp/child_spec.hpp>
 
 #include <iterator>
 
@@ -9,10 +9,9 @@ BEAMLET_BEGIN_NAMESPACE
 
 std::string spec_error::to_string() const {
   static const char* const names[] = {
-      "missing_id",       "missing_start",        "invalid_restart_type",
-      "invalid_shutdown", "invalid_child_type",   "invalid_modules",
-      "bad_combination",  "duplicate_child_name", "invalid_significant",
-      "invalid_backoff"};
+      "missing_id",          "missing_start",   "invalid_restart_type", "invalid_shutdown",
+      "invalid_child_type",  "invalid_modules", "bad_combination",      "duplicate_child_name",
+      "invalid_significant", "invalid_backoff"};
   const auto i = static_cast<unsigned>(code);
   const char* name = i < std::size(names) ? names[i] : "invalid_child_spec";
   if (detail.empty()) return name;
@@ -41,10 +40,10 @@ std::optional<spec_error> validate(const child_spec& s, bool require_id) {
     constexpr std::chrono::milliseconds day = std::chrono::hours(24);
     if (b.min.count() < 0 || b.max < b.min || b.max > day || b.reset_after.count() < 0 ||
         b.reset_after > day || !(b.jitter >= 0) || b.jitter > 1)
-      return spec_error{spec_errc::invalid_backoff,
-                        "{" + std::to_string(b.min.count()) + "," + std::to_string(b.max.count()) +
-                            "," + std::to_string(b.reset_after.count()) + "," +
-                            std::to_string(b.jitter) + "}"};
+      return spec_error{spec_errc::invalid_backoff, "{" + std::to_string(b.min.count()) + "," +
+                                                        std::to_string(b.max.count()) + "," +
+                                                        std::to_string(b.reset_after.count()) +
+                                                        "," + std::to_string(b.jitter) + "}"};
   }
   if (s.significant && s.restart == restart_type::permanent)
     return spec_error{spec_errc::bad_combination, "[{restart,permanent},{significant,true}]"};

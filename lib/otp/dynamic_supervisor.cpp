@@ -1,5 +1,5 @@
 // DynamicSupervisor (spec §7), a gen_server like Elixir's.
-#include <beamlet/dynamic_supervisor.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
 
 #include <map>
 #include <stdexcept>
@@ -161,9 +161,8 @@ gen::init_result dynamic_supervisor_server::init() {
 std::optional<sup_errc> dynamic_supervisor_server::refuse_start() {
   // Shedding first: a shed request should not use up a token of the rate.
   const auto mode = static_cast<shedding>(stats_->shed_mode.load(std::memory_order_relaxed));
-  const bool shed = mode == shedding::on ||
-                    (mode == shedding::automatic && flags_.shed_above &&
-                     self().message_queue_len() > *flags_.shed_above);
+  const bool shed = mode == shedding::on || (mode == shedding::automatic && flags_.shed_above &&
+                                             self().message_queue_len() > *flags_.shed_above);
   if (shed) {
     supervisor_counters::bump(stats_->overloaded);
     return sup_errc::overloaded;

@@ -1,5 +1,5 @@
 // The non-template parts of gen_server: call errors, sys-style debugging, terminate reports.
-#include <beamlet/gen_server.hpp>
+#include <beamlet/otp/gen_server.hpp>
 
 #include <chrono>
 #include <exception>

@@ -1,6 +1,6 @@
 // PartitionSupervisor (spec §8): a static supervisor of N partition children plus a
 // routing table per supervisor.
-#include <beamlet/partition_supervisor.hpp>
+#include <beamlet/otp/partition_supervisor.hpp>
 
 #include <algorithm>
 
@@ -108,8 +108,7 @@ start_function recording_start(start_function inner, int p, int n,
   return [inner = std::move(inner), p, n, total_rate](
              process& sup, const extra_arguments& extra) -> task<start_result> {
     runtime_core& rt = *runtime_of(sup);
-    const auto table =
-        extension<partition_tables>(rt).get_or_create(rt, sup.self(), n, total_rate);
+    const auto table = extension<partition_tables>(rt).get_or_create(rt, sup.self(), n, total_rate);
     start_result r = co_await inner(sup, extra);
     if (r.is_ok()) table->set(p, r.pid());
     co_return r;
@@ -173,8 +172,7 @@ start_result partition_supervisor::start_link(mailbox& me,
 
 task<sup_result<start_result>> partition_supervisor::start_child(process& self,
                                                                  std::string_view name,
-                                                                 partition_key key,
-                                                                 child_spec spec,
+                                                                 partition_key key, child_spec spec,
                                                                  timeout_value timeout) {
   const auto table = detail::table_named(*detail::runtime_of(self), name);
   if (table->total_rate && !table->total_rate->try_acquire(self.now()))

@@ -2,7 +2,7 @@
 // Keyed by the supervisor's pid; written by the supervisor process as its children start,
 // read by any thread that routes a key. A table whose owner has exited is treated as absent and
 // dropped on the next lookup or insertion. The set of tables is per runtime, kept as a
-// runtime_extension (beamlet/extension.hpp), so the core knows nothing of it.
+// runtime_extension (beamlet/core/extension.hpp), so the core knows nothing of it.
 #pragma once
 
 #include <atomic>
@@ -13,9 +13,9 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include <beamlet/extension.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/rate_limit.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/otp/rate_limit.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

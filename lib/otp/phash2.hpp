@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

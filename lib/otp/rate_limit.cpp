@@ -1,5 +1,5 @@
-// The token bucket (beamlet/rate_limit.hpp).
-#include <beamlet/rate_limit.hpp>
+// The token bucket (beamlet/otp/rate_limit.hpp).
+#include <beamlet/otp/rate_limit.hpp>
 
 #include <algorithm>
 #include <cmath>

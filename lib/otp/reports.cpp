@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/extension.hpp>
-#include <beamlet/log_event.hpp>
-#include <beamlet/runtime.hpp>
-#include <beamlet/supervisor_stats.hpp>
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/log_event.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/otp/supervisor_stats.hpp>
 
 #include "term.hpp"
 

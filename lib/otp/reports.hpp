@@ -1,6 +1,6 @@
 // The supervisors' reports and counters: supervisor and progress reports shaped like OTP's
 // (supervisor:report_error/4 and report_progress/2), and the per-supervisor counters behind
-// beamlet/supervisor_stats.hpp. A report is built only when the logger would take it.
+// beamlet/otp/supervisor_stats.hpp. A report is built only when the logger would take it.
 #pragma once
 
 #include <atomic>
@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include <beamlet/child_spec.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/process.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/otp/child_spec.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

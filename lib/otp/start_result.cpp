@@ -1,5 +1,5 @@
 // Printing start results as Erlang terms.
-#include <beamlet/start_result.hpp>
+#include <beamlet/otp/start_result.hpp>
 
 #include <ostream>
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <stdexcept>
 
-#include <beamlet/receive.hpp>
-#include <beamlet/system_messages.hpp>
+#include <beamlet/core/receive.hpp>
+#include <beamlet/core/system_messages.hpp>
 
 #include "reports.hpp"
 #include "term.hpp"
@@ -52,7 +52,7 @@ std::optional<std::string> check_start_rate(const std::optional<rate_limit>& r) 
 namespace {
 // A number in [0, 1) from this thread's generator. Never inlined: code that reaches a
 // thread_local from inside a coroutine may keep its address across a suspension, and so use
-// another thread's generator after the process moved (beamlet/task.hpp says more).
+// another thread's generator after the process moved (beamlet/core/task.hpp says more).
 [[gnu::noinline]] double unit_random() {
   thread_local std::minstd_rand rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
@@ -60,7 +60,7 @@ namespace {
 }  // namespace
 
 std::chrono::nanoseconds backoff_state::next_delay(const restart_backoff& b, clock_time now,
-                                                  bool retry) {
+                                                   bool retry) {
   ++generation_;
   if (!retry && now - started_ >= b.reset_after) failures_ = 0;
   auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(b.delay(failures_));

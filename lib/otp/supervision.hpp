@@ -2,23 +2,23 @@
 // OTP way, and the restart-intensity window.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
-#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "term.hpp"
 
-#include <beamlet/child_spec.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/gen_server.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/rate_limit.hpp>
-#include <beamlet/start_result.hpp>
-#include <beamlet/supervisor.hpp>
-#include <beamlet/task.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/otp/child_spec.hpp>
+#include <beamlet/otp/gen_server.hpp>
+#include <beamlet/otp/rate_limit.hpp>
+#include <beamlet/otp/start_result.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

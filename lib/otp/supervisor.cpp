@@ -1,5 +1,5 @@
 // The static supervisor (spec §6), implemented as a gen_server like OTP's.
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <algorithm>
 #include <deque>
@@ -226,7 +226,6 @@ task<gen::action> supervisor_server::handle_info(any_message m) {
   stats_->set_children(children_.size());
   co_return a ? std::move(*a) : gen::noreply();
 }
-
 
 task<std::optional<gen::action>> supervisor_server::restart(std::string failed_id, pid failed) {
   // Every attempt counts, retries included (§6.3 rule 7).
@@ -577,9 +576,8 @@ void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason, timeo
 
 start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,
                                 supervisor_options opts) {
-  return [flags, children, name = std::string(opts.name), timeout = opts.timeout,
-          wait = opts.wait, mailbox = opts.mailbox,
-          prio = opts.priority](process& sup) -> task<start_result> {
+  return [flags, children, name = std::string(opts.name), timeout = opts.timeout, wait = opts.wait,
+          mailbox = opts.mailbox, prio = opts.priority](process& sup) -> task<start_result> {
     const supervisor_options o{name, timeout, wait, mailbox, prio};
     co_return co_await supervisor::start_link(sup, o, flags, children);
   };

@@ -1,6 +1,6 @@
 // sys-style debugging: the client side of the system requests a gen_server answers
-// (include/beamlet/detail/gen_server_loop.hpp handles them).
-#include <beamlet/sys.hpp>
+// (include/beamlet/otp/detail/gen_server_loop.hpp handles them).
+#include <beamlet/otp/sys.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace sys {

@@ -3,9 +3,9 @@
 // It registers `echo`, a process that answers {From, X} with {echoed, X, EchoPid}, forwards
 // {relay, To, Msg} as Msg to To, links to P on {link, P}, and ends with Reason on
 // {die, Reason}. It exits when `echo` ends or after `seconds` (default 60).
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -11,11 +11,11 @@
 
 #include <boost/beast/http.hpp>
 
-#include <beamlet/http_endpoint.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/observe/http_endpoint.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include "http_pages.hpp"
 

@@ -1,7 +1,7 @@
 // A minimal program using beamlet as a packaged dependency, including the installed testing
-// helpers (beamlet/testing.hpp).
+// helpers (beamlet/core/testing.hpp).
 #include <beamlet/beamlet.hpp>
-#include <beamlet/testing.hpp>
+#include <beamlet/core/testing.hpp>
 
 #include <chrono>
 #include <cstdio>

@@ -3,8 +3,8 @@
 // it, from any scheduler thread: counters are atomics, sets and maps sit behind one mutex.
 #pragma once
 
-#include <beamlet/ids.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/runtime.hpp>
 
 #include <array>
 #include <atomic>
@@ -28,8 +28,8 @@ struct options {
   int callers = 16;
   int local_streams = 8;
   int socket_clients = 24;
-  bool erl = true;        ///< an erl node joins (killed and restarted by the chaos)
-  std::string peer_exe;   ///< the second beamlet node's program ("" = none)
+  bool erl = true;       ///< an erl node joins (killed and restarted by the chaos)
+  std::string peer_exe;  ///< the second beamlet node's program ("" = none)
   bool verbose = false;
 };
 
@@ -44,8 +44,7 @@ struct check {
 struct heartbeat {
   std::atomic<std::int64_t> ms{0};
   void beat() {
-    ms.store(std::chrono::duration_cast<std::chrono::milliseconds>(
-                 clock::now().time_since_epoch())
+    ms.store(std::chrono::duration_cast<std::chrono::milliseconds>(clock::now().time_since_epoch())
                  .count(),
              std::memory_order_relaxed);
   }
@@ -85,10 +84,11 @@ struct world {
 
   std::mutex mu;
   std::map<beamlet::pid, std::uint64_t> kills_by_supervisor;  ///< child kills that hit a live child
-  std::vector<beamlet::pid> killed_workers;                    ///< those that link to the witness
-  std::set<beamlet::pid> witness_saw_killed;                   ///< EXIT(killed) at the witness
-  std::map<beamlet::pid, std::uint16_t> socket_handlers;        ///< server-side connections alive, by peer port
-  std::vector<std::string> notes;                              ///< the first violations, in words
+  std::vector<beamlet::pid> killed_workers;                   ///< those that link to the witness
+  std::set<beamlet::pid> witness_saw_killed;                  ///< EXIT(killed) at the witness
+  std::map<beamlet::pid, std::uint16_t>
+      socket_handlers;             ///< server-side connections alive, by peer port
+  std::vector<std::string> notes;  ///< the first violations, in words
 
   std::vector<std::unique_ptr<heartbeat>> beats;
   std::vector<std::string> beat_names;

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/metrics.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include "net_support.hpp"
 #include "test_support.hpp"

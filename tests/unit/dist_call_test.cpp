@@ -1,9 +1,9 @@
 // gen_server calls across nodes with a real Elixir node: beamlet calling an Elixir GenServer,
 // Elixir calling a beamlet server, servers that die mid-call on either side, and an Elixir
 // Supervisor keeping a beamlet process as its linked child.
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Bad input from a peer: silent, malformed or lying handshakes, and malformed packets after a
 // good one. Each closes that connection and nothing else: the node keeps accepting and talking
 // to good peers, and no socket is left open. The misbehaving peer is tests/dist/bad_peer.py.
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
 #include <beamlet/net/tcp.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
 

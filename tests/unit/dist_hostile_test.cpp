@@ -3,10 +3,10 @@
 // large, a peer naming tens of thousands of made-up nodes, sends right after disconnect_node,
 // late gen_server replies; and what the C++ side can now do in return (rpc_call, per-node
 // cookies, string literals as messages).
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/process_info.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/process_info.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
 

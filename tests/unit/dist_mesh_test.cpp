@@ -1,10 +1,10 @@
 // beamlet to beamlet across two OS processes, and a three-node mesh of two beamlet nodes and
 // one Erlang node: every pair talks directly (the nodes are hidden), messages keep their order
 // per pair, and killing one node is noconnection/nodedown for the others.
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
 #include <beamlet/net/tcp.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
 

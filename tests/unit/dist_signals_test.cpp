@@ -1,9 +1,9 @@
 // Links, exit signals and monitors between beamlet and real Erlang processes, with real
 // reasons; noproc for dead targets; and what a lost connection does (noconnection, nodedown).
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/process_info.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/process_info.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // Distribution against real Erlang nodes: the handshake, messages by pid and by name in both
 // directions, and node bookkeeping. Each test starts its own `erl` (see erl_node.hpp).
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
-#include <beamlet/runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // `test`), plus supervisor_SUITE's hanging_restart_loop_simple (simple_one_for_one is Elixir's
 // dynamic supervisor) and the ack_wait equivalence under a backlog. One file on purpose (over 600
 // lines): it mirrors one upstream test file case by case.
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -10,8 +10,8 @@
 // `erl` can run here; tests skip with a message when it cannot.
 #pragma once
 
+#include <beamlet/core/mailbox.hpp>
 #include <beamlet/dist.hpp>
-#include <beamlet/mailbox.hpp>
 
 #include <gtest/gtest.h>
 #include <signal.h>

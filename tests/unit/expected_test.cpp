@@ -1,6 +1,6 @@
 // beamlet::expected: the value-or-error type of the supervisor API (a C++20 subset of
 // std::expected).
-#include <beamlet/expected.hpp>
+#include <beamlet/core/expected.hpp>
 
 #include <string>
 

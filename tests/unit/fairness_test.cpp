@@ -1,7 +1,7 @@
 // No process may starve the others: every co_await of a beamlet operation counts against the
 // reduction budget (even one that completes or throws without suspending), and the global run
 // queue (spawns and wake-ups from outside threads) is served within a bounded time.
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <algorithm>
 #include <memory>

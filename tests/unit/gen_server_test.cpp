@@ -1,6 +1,6 @@
 // spec §4: GenServer.
 // Over 600 lines: one file per public header, and GenServer has many behaviours to pin down.
-#include <beamlet/gen_server.hpp>
+#include <beamlet/otp/gen_server.hpp>
 
 #include <mutex>
 #include <string>

@@ -1,12 +1,12 @@
-// The HTTP endpoint (beamlet/http_endpoint.hpp), exercised by a real HTTP client: Python's
+// The HTTP endpoint (beamlet/observe/http_endpoint.hpp), exercised by a real HTTP client: Python's
 // http.client and raw sockets (tests/http/http_check.py), on loopback.
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/gen_server.hpp>
-#include <beamlet/http_endpoint.hpp>
-#include <beamlet/logger.hpp>
-#include <beamlet/metrics.hpp>
 #include <beamlet/net/tcp.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/observe/http_endpoint.hpp>
+#include <beamlet/observe/logger.hpp>
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/gen_server.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <signal.h>
 #include <spawn.h>

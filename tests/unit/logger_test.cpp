@@ -1,6 +1,6 @@
-// The logger (beamlet/logger.hpp): levels, handlers, metadata, overload protection, flushing,
-// and the golden text and JSON forms of each report kind.
-#include <beamlet/logger.hpp>
+// The logger (beamlet/observe/logger.hpp): levels, handlers, metadata, overload protection,
+// flushing, and the golden text and JSON forms of each report kind.
+#include <beamlet/observe/logger.hpp>
 
 #include <chrono>
 #include <fstream>

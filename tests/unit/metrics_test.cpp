@@ -1,10 +1,10 @@
-// Metrics (beamlet/metrics.hpp), the per-supervisor counters behind them
-// (beamlet/supervisor_stats.hpp), and the top views (beamlet/top.hpp).
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/gen_server.hpp>
-#include <beamlet/metrics.hpp>
-#include <beamlet/supervisor_stats.hpp>
-#include <beamlet/top.hpp>
+// Metrics (beamlet/observe/metrics.hpp), the per-supervisor counters behind them
+// (beamlet/otp/supervisor_stats.hpp), and the top views (beamlet/observe/top.hpp).
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/observe/top.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/gen_server.hpp>
+#include <beamlet/otp/supervisor_stats.hpp>
 
 #include <map>
 #include <sstream>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <beamlet/process_info.hpp>
+#include <beamlet/core/process_info.hpp>
 
 #include "net_support.hpp"
 

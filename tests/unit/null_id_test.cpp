@@ -1,9 +1,9 @@
 // The null pid and the null ref (default-constructed ids) at every entry point: each gives its
 // documented result and touches nothing. The internal id tables use 0 as their empty-slot
 // marker, which is what these tests guard against.
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/partition_supervisor.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/partition_supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include "test_support.hpp"
 

@@ -4,11 +4,11 @@
 // an exit signal opens it, fillers that queue real start requests, bounded readers released by
 // an exit signal), and several tests combine controls. Splitting it by control, with those
 // helpers in a shared header, is the next step.
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/metrics.hpp>
-#include <beamlet/partition_supervisor.hpp>
-#include <beamlet/rate_limit.hpp>
-#include <beamlet/supervisor_stats.hpp>
+#include <beamlet/observe/metrics.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/partition_supervisor.hpp>
+#include <beamlet/otp/rate_limit.hpp>
+#include <beamlet/otp/supervisor_stats.hpp>
 
 #include <atomic>
 #include <cmath>

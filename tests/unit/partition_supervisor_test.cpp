@@ -1,8 +1,8 @@
 // spec §8 and §11: PartitionSupervisor, with the cases of Elixir 1.14.0's
 // elixir-lang/elixir/lib/elixir/test/elixir/partition_supervisor_test.exs ported (each TEST names
 // its `test`), the routing vectors of §8.3, and the fix of the 1.14 routing bug (§8.3 rule 12).
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/partition_supervisor.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/partition_supervisor.hpp>
 
 #include <algorithm>
 #include <climits>

@@ -1,5 +1,5 @@
 // spec §5: the proc_lib start protocol, in both ack_wait modes; §1.3 rules 19-20.
-#include <beamlet/proc_lib.hpp>
+#include <beamlet/otp/proc_lib.hpp>
 
 #include <string>
 #include <vector>

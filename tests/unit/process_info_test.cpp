@@ -1,7 +1,7 @@
-// process_info and processes (beamlet/process_info.hpp): what can be read about a process from
+// process_info and processes (beamlet/core/process_info.hpp): what can be read about a process from
 // any thread, without its cooperation.
-#include <beamlet/gen_server.hpp>
-#include <beamlet/process_info.hpp>
+#include <beamlet/core/process_info.hpp>
+#include <beamlet/otp/gen_server.hpp>
 
 #include <algorithm>
 #include <atomic>

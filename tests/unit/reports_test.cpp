@@ -1,8 +1,8 @@
-// The reports the runtime and the behaviours make (beamlet/log_event.hpp): crash reports,
+// The reports the runtime and the behaviours make (beamlet/core/log_event.hpp): crash reports,
 // gen_server terminate reports, supervisor and progress reports, each shaped like OTP's.
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/gen_server.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/gen_server.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <atomic>
 #include <memory>

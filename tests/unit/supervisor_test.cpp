@@ -2,7 +2,7 @@
 // (erlang/otp/lib/stdlib/test/supervisor_SUITE.erl). Each TEST names the case it ports.
 // One file on purpose (about 1,100 lines): it mirrors one upstream suite case by case, so a
 // reader can hold the two side by side.
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <algorithm>
 #include <memory>

@@ -1,7 +1,7 @@
-// sys-style debugging of gen_servers (beamlet/sys.hpp): get_state, get_status, trace,
+// sys-style debugging of gen_servers (beamlet/otp/sys.hpp): get_state, get_status, trace,
 // statistics, suspend and resume.
-#include <beamlet/gen_server.hpp>
-#include <beamlet/sys.hpp>
+#include <beamlet/otp/gen_server.hpp>
+#include <beamlet/otp/sys.hpp>
 
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,6 @@
-// The system monitor (beamlet/system_monitor.hpp): long_message_queue with OTP 26's enable and
+// The system monitor (beamlet/core/system_monitor.hpp): long_message_queue with OTP 26's enable and
 // disable marks, long_schedule, and its settings.
-#include <beamlet/system_monitor.hpp>
+#include <beamlet/core/system_monitor.hpp>
 
 #include <atomic>
 #include <stdexcept>

@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 #include <beamlet/beamlet.hpp>
-#include <beamlet/testing.hpp>
+#include <beamlet/core/testing.hpp>
 
-#include <beamlet/logger.hpp>
+#include <beamlet/observe/logger.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -21,7 +21,7 @@ namespace beamlet::test {
 using namespace std::chrono_literals;
 
 // Which sanitizer instruments this build: GCC says so with __SANITIZE_*__, Clang through
-// __has_feature (BEAMLET_TSAN comes from beamlet/config.hpp).
+// __has_feature (BEAMLET_TSAN comes from beamlet/core/config.hpp).
 #if defined(__SANITIZE_ADDRESS__)
 #define BEAMLET_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -62,7 +62,7 @@ inline constexpr int stress_divisor = under_tsan ? 20 : under_asan ? 4 : 1;
     if (!((a) == (b))) co_return; \
   } while (false)
 
-// The helpers users get too (beamlet/testing.hpp): the project's tests use the same ones.
+// The helpers users get too (beamlet/core/testing.hpp): the project's tests use the same ones.
 using testing::assert_receive;
 using testing::eventually;
 using testing::refute_receive;

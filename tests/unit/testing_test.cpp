@@ -1,5 +1,5 @@
-// beamlet/testing.hpp and virtual time (beamlet/clock.hpp): the helpers users test with.
-#include <beamlet/testing.hpp>
+// beamlet/core/testing.hpp and virtual time (beamlet/core/clock.hpp): the helpers users test with.
+#include <beamlet/core/testing.hpp>
 
 #include <memory>
 #include <string>

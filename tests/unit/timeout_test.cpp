@@ -1,7 +1,7 @@
-// Timeouts (beamlet/timeout.hpp): one rule for every operation that waits. Negative and NaN
+// Timeouts (beamlet/core/timeout.hpp): one rule for every operation that waits. Negative and NaN
 // durations are rejected before anything happens; overlong and infinite ones mean infinity.
-#include <beamlet/dynamic_supervisor.hpp>
-#include <beamlet/supervisor.hpp>
+#include <beamlet/otp/dynamic_supervisor.hpp>
+#include <beamlet/otp/supervisor.hpp>
 
 #include <cmath>
 #include <limits>

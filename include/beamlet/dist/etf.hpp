@@ -21,10 +21,10 @@
 #include <string>
 #include <string_view>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/ids.hpp>
 #include <beamlet/dist/term.hpp>
-#include <beamlet/expected.hpp>
-#include <beamlet/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {

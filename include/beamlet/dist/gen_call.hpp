@@ -14,12 +14,12 @@
 
 #include <optional>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/core/timeout.hpp>
 #include <beamlet/dist/term.hpp>
-#include <beamlet/expected.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/task.hpp>
-#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {

@@ -36,13 +36,13 @@
 #include <system_error>
 #include <vector>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/message.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/term.hpp>
-#include <beamlet/expected.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {

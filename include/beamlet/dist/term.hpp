@@ -34,9 +34,9 @@
 #include <variant>
 #include <vector>
 
-#include <beamlet/config.hpp>
-#include <beamlet/expected.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {

@@ -35,13 +35,13 @@
 #include <string>
 #include <string_view>
 
-#include <beamlet/child_spec.hpp>
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/core/timeout.hpp>
 #include <beamlet/net/tcp.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
-#include <beamlet/task.hpp>
-#include <beamlet/timeout.hpp>
+#include <beamlet/otp/child_spec.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace net {

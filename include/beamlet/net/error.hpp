@@ -9,7 +9,7 @@
 #include <system_error>
 #include <type_traits>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace net {

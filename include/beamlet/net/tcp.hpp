@@ -50,14 +50,14 @@
 #include <string_view>
 #include <system_error>
 
-#include <beamlet/config.hpp>
-#include <beamlet/expected.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/core/timeout.hpp>
 #include <beamlet/net/error.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
-#include <beamlet/task.hpp>
-#include <beamlet/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace net {

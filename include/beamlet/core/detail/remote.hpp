@@ -1,4 +1,4 @@
-// beamlet/detail/remote.hpp: how the core hands operations on remote pids to the distribution
+// beamlet/core/detail/remote.hpp: how the core hands operations on remote pids to the distribution
 // layer, and how that layer hands signals from other nodes to local processes.
 //
 // The core knows remote pids only as pids with the remote bit (ids.hpp). Everything a process
@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include <beamlet/config.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/ids.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

@@ -1,4 +1,4 @@
-// beamlet/detail/message.hpp: the node every message and signal travels in.
+// beamlet/core/detail/message.hpp: the node every message and signal travels in.
 //
 // A node is a 16-byte header (intrusive link + pointer to a per-type descriptor) followed by the
 // payload. The descriptor's address is the type's identity: a typed receive clause matches by
@@ -15,8 +15,8 @@
 #include <typeinfo>
 #include <utility>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/allocator.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/allocator.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

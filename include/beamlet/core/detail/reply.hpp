@@ -1,4 +1,4 @@
-// beamlet/detail/reply.hpp: replies that behave like OTP aliases.
+// beamlet/core/detail/reply.hpp: replies that behave like OTP aliases.
 //
 // A gen_server reply travels as a signal, not a message. The receiver turns it into a message
 // only while it still holds the monitor whose ref tags the reply (the call's monitor), exactly as
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <typeinfo>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/message.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/message.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

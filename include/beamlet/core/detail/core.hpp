@@ -1,4 +1,4 @@
-// beamlet/detail/core.hpp: the runtime entry points that public templates call.
+// beamlet/core/detail/core.hpp: the runtime entry points that public templates call.
 //
 // Templates in the public headers (send<T>, spawn<F>, receive<...>) do the typed work (build a
 // node, construct a body, compile a scan loop) and hand the result to these non-template
@@ -19,18 +19,18 @@
 #include <utility>
 #include <vector>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/message.hpp>
-#include <beamlet/detail/receive_op.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/log_event.hpp>
-#include <beamlet/mailbox_limit.hpp>
-#include <beamlet/priority.hpp>
-#include <beamlet/process_info.hpp>
-#include <beamlet/system_monitor.hpp>
-#include <beamlet/task.hpp>
-#include <beamlet/timeout.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/detail/receive_op.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/log_event.hpp>
+#include <beamlet/core/mailbox_limit.hpp>
+#include <beamlet/core/priority.hpp>
+#include <beamlet/core/process_info.hpp>
+#include <beamlet/core/system_monitor.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/core/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -108,7 +108,7 @@ void emit_event(runtime_core& rt, log_event&& e) noexcept;
 void set_system_monitor(runtime_core& rt, const system_monitor_settings& s) noexcept;
 system_monitor_settings system_monitor_of(const runtime_core& rt) noexcept;
 
-/// The state of `p`, or nullopt if it is not alive (see beamlet/process_info.hpp). Any thread;
+/// The state of `p`, or nullopt if it is not alive (see beamlet/core/process_info.hpp). Any thread;
 /// a few microseconds whatever the process holds (its queue is never walked).
 std::optional<process_details> inspect(runtime_core& rt, pid p);
 /// Every live pid (mailboxes included), in pid order.

@@ -1,4 +1,4 @@
-// beamlet/detail/gen_server_loop.hpp: the body of a gen_server process (gen:init_it and
+// beamlet/otp/detail/gen_server_loop.hpp: the body of a gen_server process (gen:init_it and
 // gen_server:loop): init and its ack, the receive loop, terminate. Not stable API.
 #pragma once
 
@@ -15,18 +15,18 @@
 #include <utility>
 #include <variant>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/gen_server_dispatch.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/gen_server/results.hpp>
-#include <beamlet/gen_server/status.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/proc_lib.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/receive.hpp>
-#include <beamlet/start_result.hpp>
-#include <beamlet/system_messages.hpp>
-#include <beamlet/task.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/receive.hpp>
+#include <beamlet/core/system_messages.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/otp/detail/gen_server_dispatch.hpp>
+#include <beamlet/otp/gen_server/results.hpp>
+#include <beamlet/otp/gen_server/status.hpp>
+#include <beamlet/otp/proc_lib.hpp>
+#include <beamlet/otp/start_result.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
@@ -143,7 +143,7 @@ std::optional<dispatched> dispatch_message(process& self, S& server, pid parent,
 
 // -- sys-style debugging and reports (the non-template parts are in lib/otp/gen_server.cpp) --
 
-/// What the loop keeps for sys (beamlet/sys.hpp): suspended, tracing, statistics.
+/// What the loop keeps for sys (beamlet/otp/sys.hpp): suspended, tracing, statistics.
 struct sys_state {
   bool suspended = false;
   bool trace = false;

@@ -1,4 +1,4 @@
-// beamlet/detail/message_queue.hpp: a process's private message queue (owner-only).
+// beamlet/core/detail/message_queue.hpp: a process's private message queue (owner-only).
 //
 // Messages move here from the lock-free inbox in arrival order and stay until a receive takes
 // them, so the queue is exactly Erlang's: FIFO, with matched messages removed from the middle and
@@ -18,8 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/message.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/message.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -125,7 +125,8 @@ class message_queue {
       note_in(n);
   }
 
-  // -- bounded mailboxes (beamlet/mailbox_limit.hpp) ---------------------------------------------
+  // -- bounded mailboxes (beamlet/core/mailbox_limit.hpp)
+  // ---------------------------------------------
 
   /// Counts the ordinary messages (counted_message) in this queue into `t` from now on; each
   /// one that leaves also releases a sender's reservation in `*t.reserved` (null: nothing

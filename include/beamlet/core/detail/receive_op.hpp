@@ -1,4 +1,4 @@
-// beamlet/detail/receive_op.hpp: one receive in progress, as the runtime sees it.
+// beamlet/core/detail/receive_op.hpp: one receive in progress, as the runtime sees it.
 //
 // The typed part (clauses, guards, handlers) lives in a template derived from receive_op; the
 // runtime only calls scan(), which that template compiles into a tight loop comparing node type
@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <exception>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/message_queue.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/timeout.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/message_queue.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/timeout.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

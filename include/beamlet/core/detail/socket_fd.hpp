@@ -1,4 +1,4 @@
-// beamlet/detail/socket_fd.hpp: TCP descriptors that a child process never inherits.
+// beamlet/core/detail/socket_fd.hpp: TCP descriptors that a child process never inherits.
 //
 // Every socket beamlet makes (listeners, accepted and connected sockets, in the net layer and
 // in http_endpoint) is close-on-exec from the system call that creates it. Asio's own open()
@@ -16,7 +16,7 @@
 
 #include <cerrno>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

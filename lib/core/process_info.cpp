@@ -1,10 +1,10 @@
 // process_info and processes: the public face of the core's inspection (lib/core/observation.cpp
 // explains how a process is read without its cooperation).
-#include <beamlet/process_info.hpp>
+#include <beamlet/core/process_info.hpp>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

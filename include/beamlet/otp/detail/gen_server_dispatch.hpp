@@ -1,9 +1,9 @@
-// beamlet/detail/gen_server_dispatch.hpp: how a call or cast reaches a server's callback.
+// beamlet/otp/detail/gen_server_dispatch.hpp: how a call or cast reaches a server's callback.
 //
 // A call or cast travels as an envelope whose type descriptor points at the dispatcher for
 // (server type, request type): the server loop hands the envelope to it and gets back what to
 // do (reply, stop, options), or a coroutine to await when the callback is one. Replies travel
-// as alias-like signals (beamlet/detail/reply.hpp). Not stable API.
+// as alias-like signals (beamlet/core/detail/reply.hpp). Not stable API.
 #pragma once
 
 #include <optional>
@@ -13,14 +13,14 @@
 #include <utility>
 #include <variant>
 
-#include <beamlet/config.hpp>
-#include <beamlet/detail/message.hpp>
-#include <beamlet/detail/reply.hpp>
-#include <beamlet/exit_reason.hpp>
-#include <beamlet/gen_server/results.hpp>
-#include <beamlet/ids.hpp>
-#include <beamlet/receive.hpp>
-#include <beamlet/task.hpp>
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/message.hpp>
+#include <beamlet/core/detail/reply.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/receive.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/otp/gen_server/results.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

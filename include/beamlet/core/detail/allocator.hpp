@@ -1,4 +1,4 @@
-// beamlet/detail/allocator.hpp: the allocator behind messages, coroutine frames and processes.
+// beamlet/core/detail/allocator.hpp: the allocator behind messages, coroutine frames and processes.
 //
 // Small blocks come from per-thread size-class caches (no lock, no atomic on the fast path);
 // caches exchange whole batches with a central list so a producer/consumer pair that always
@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <beamlet/config.hpp>
+#include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {

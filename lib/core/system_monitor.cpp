@@ -1,12 +1,12 @@
 // The system monitor's public settings; the alarms themselves are raised by the core on the
 // send path and at the end of process runs (lib/core/observation.cpp).
-#include <beamlet/system_monitor.hpp>
+#include <beamlet/core/system_monitor.hpp>
 
 #include <stdexcept>
 
-#include <beamlet/detail/core.hpp>
-#include <beamlet/process.hpp>
-#include <beamlet/runtime.hpp>
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/runtime.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 

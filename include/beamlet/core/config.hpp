@@ -1,0 +1,26 @@
+// beamlet/core/config.hpp: version and ABI namespace.
+//
+// Everything public lives in `beamlet::v0` (an inline namespace), so the ABI version is part of
+// every mangled name: two incompatible beamlet builds linked into one program fail to link
+// instead of misbehaving at run time.
+#pragma once
+
+#define BEAMLET_VERSION_MAJOR 0
+#define BEAMLET_VERSION_MINOR 1
+#define BEAMLET_VERSION_PATCH 0
+
+#define BEAMLET_BEGIN_NAMESPACE \
+  namespace beamlet {           \
+  inline namespace v0 {
+#define BEAMLET_END_NAMESPACE \
+  }                           \
+  }
+
+// Sanitizer detection, used by tests to scale stress sizes down.
+#if defined(__SANITIZE_THREAD__)
+#define BEAMLET_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BEAMLET_TSAN 1
+#endif
+#endif

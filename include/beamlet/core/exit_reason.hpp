@@ -1,0 +1,122 @@
+// beamlet/core/exit_reason.hpp: why a process ended, and the exception that ends one.
+//
+// An `exit_reason` is an immutable value. The reasons OTP gives meaning to have their own kinds
+// (`normal`, `shutdown`, `{shutdown, Detail}`, `kill`, `killed`, `noproc`); everything else is
+// either an escaped C++ exception (type name and `what()`) or a free-form error term. Copies are
+// cheap: the common reasons carry no payload, the others share one refcounted payload, so a
+// DOWN fan-out to 100k watchers copies no strings.
+//
+// A reason may also carry a value of a layer above the core (with_value): a reason that came
+// from another node keeps its term there (beamlet/dist), so that a pid, a reference or a
+// bitstring inside it survives being relayed to a third process or node. The value rides
+// along: comparisons and printing use the text, and value<T>() hands it back.
+//
+// Thread-safety: an exit_reason may be copied and read from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <typeinfo>
+
+#include <beamlet/core/config.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+class exit_reason {
+ public:
+  enum class kind : std::uint8_t {
+    normal,     ///< the body returned, or `exit(normal)`
+    shutdown,   ///< `shutdown`, or `{shutdown, Detail}` when detail() is non-empty
+    kill,       ///< the untrappable signal reason; a process exiting by itself with it ends `kill`
+    killed,     ///< what a process killed by `kill` ends with (spec §2 rule 7)
+    noproc,     ///< the target did not exist (links and monitors of dead pids)
+    exception,  ///< a C++ exception escaped the process body
+    error,      ///< any other reason: a free-form term such as `timeout` or `{bad_return,1}`
+  };
+
+  /// The `normal` reason.
+  exit_reason() noexcept = default;
+
+  static exit_reason normal() noexcept { return exit_reason(kind::normal); }
+  static exit_reason shutdown() noexcept { return exit_reason(kind::shutdown); }
+  /// `{shutdown, Detail}`: clean like `shutdown`, but carries why.
+  static exit_reason shutdown(std::string detail);
+  static exit_reason kill() noexcept { return exit_reason(kind::kill); }
+  static exit_reason killed() noexcept { return exit_reason(kind::killed); }
+  static exit_reason noproc() noexcept { return exit_reason(kind::noproc); }
+  /// Any other reason, written as an Erlang term would print (`timeout`, `{badarg,x}`).
+  static exit_reason error(std::string term);
+  static exit_reason exception(std::string type_name, std::string what);
+  /// The reason for an exception of any type: an `exit_exception` gives its own reason; any
+  /// other gives kind::exception with its demangled dynamic type and `what()` (empty when
+  /// `what()` is null; the text itself for a thrown `const char*` or std::string; empty for
+  /// other non-std::exception types). Never throws: if memory runs out while the reason is
+  /// built, the result is {exception,std::bad_alloc,...}.
+  static exit_reason from_exception(const std::exception_ptr& e) noexcept;
+
+  exit_reason(const exit_reason& other) noexcept;
+  exit_reason(exit_reason&& other) noexcept;
+  exit_reason& operator=(const exit_reason& other) noexcept;
+  exit_reason& operator=(exit_reason&& other) noexcept;
+  ~exit_reason();
+
+  kind which() const noexcept { return kind_; }
+  bool is_normal() const noexcept { return kind_ == kind::normal; }
+  /// `normal`, `shutdown` and `{shutdown, _}`: no crash report, no restart of a transient
+  /// child (spec §2 rule 8).
+  bool is_clean() const noexcept { return kind_ == kind::normal || kind_ == kind::shutdown; }
+
+  /// The shutdown detail, the error term, or the exception's `what()`; empty otherwise.
+  const std::string& detail() const noexcept;
+  /// The exception's demangled type name; empty unless which() == kind::exception.
+  const std::string& exception_type() const noexcept;
+
+  /// This reason carrying `value` as well (shutdown with a detail, error and exception reasons;
+  /// the others have nowhere to keep one and are returned as they are).
+  template <class T>
+  exit_reason with_value(T value) const {
+    return with_value(std::make_shared<const T>(std::move(value)), typeid(T));
+  }
+  /// The value attached with with_value, if it is a T.
+  template <class T>
+  const T* value() const noexcept {
+    return static_cast<const T*>(value_of(typeid(T)));
+  }
+
+  /// Erlang-style rendering: `normal`, `{shutdown,detail}`, `killed`,
+  /// `{exception,std::runtime_error,"boom"}`, or the error term itself.
+  std::string to_string() const;
+
+  friend bool operator==(const exit_reason& a, const exit_reason& b) noexcept;
+  friend std::ostream& operator<<(std::ostream& os, const exit_reason& r);
+
+ private:
+  struct payload;
+  static payload out_of_memory_;  // what from_exception falls back to (never freed)
+  exit_reason with_value(std::shared_ptr<const void> v, const std::type_info& type) const;
+  const void* value_of(const std::type_info& type) const noexcept;
+  explicit exit_reason(kind k) noexcept : kind_(k) {}
+  exit_reason(kind k, payload* p) noexcept : kind_(k), payload_(p) {}
+
+  kind kind_ = kind::normal;
+  payload* payload_ = nullptr;
+};
+
+/// Thrown to end the current process with a given reason from any depth of ordinary (non
+/// coroutine) code. The runtime catches it at the top of the process and uses reason() as the
+/// exit reason, unwrapped. `link()` throws it with `noproc` (spec §2 rule 2).
+class exit_exception : public std::exception {
+ public:
+  explicit exit_exception(exit_reason reason);
+  const exit_reason& reason() const noexcept { return reason_; }
+  const char* what() const noexcept override { return text_.c_str(); }
+
+ private:
+  exit_reason reason_;
+  std::string text_;
+};
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,90 @@
+// beamlet/core/process_info.hpp: erlang:process_info/1 and erlang:processes/0 for beamlet
+// processes.
+//
+// process_info reads a process from any thread without its cooperation: a process that is busy
+// running, or parked with a million messages queued, answers in microseconds, because nothing it
+// owns is walked. Its counters (queue length, including messages not yet taken from the inbox;
+// messages received and examined; reductions; memory) are read at any time. Its lists (links,
+// monitors, what it is waiting for) belong to it; another thread can read them only while the
+// process is parked in a receive, which is held for the few microseconds of the read (a message
+// arriving meanwhile is queued and the process woken right after). For a process caught running,
+// the lists are left empty and `complete` is false; a process asking about itself always gets
+// them. The answer is a snapshot: by the time it is read, the process may have moved on (and
+// a queue length read while the process moves a batch of arrivals from its inbox to its queue
+// may be off by that batch).
+//
+// Results are values; a pid that is not alive (or the null pid) gives std::nullopt. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/ids.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+class runtime;
+class basic_process;
+
+/// What a process is doing at the moment it was looked at.
+enum class process_status : std::uint8_t {
+  running,   ///< on a scheduler thread now
+  runnable,  ///< queued to run
+  waiting,   ///< parked in a receive (or a mailbox's wait)
+  exiting,   ///< ending: its links and monitors are being told
+};
+/// "running", "runnable", "waiting", "exiting" (OTP's words).
+std::string_view to_string(process_status s) noexcept;
+
+struct process_details {
+  beamlet::pid pid;
+  process_status status = process_status::runnable;
+  /// The lists (links, monitors, monitored_names, waiting_for) were read: the process was
+  /// parked, or asked about itself. Everything else is always filled in.
+  bool complete = false;
+  /// A mailbox: the identity of an outside thread (beamlet/core/mailbox.hpp).
+  bool mailbox = false;
+  /// Messages queued and not yet received, priority messages included, and those not yet moved
+  /// out of the inbox (where exit and monitor signals in flight count too: telling them apart
+  /// would cost every send a look at the node's type).
+  std::size_t message_queue_len = 0;
+  std::uint64_t messages_received = 0;  ///< messages ever queued
+  std::uint64_t messages_examined = 0;  ///< messages looked at by receives (the scan cost)
+  /// A bounded mailbox's capacity (0: unbounded), and the messages its limit refused or
+  /// dropped (beamlet/core/mailbox_limit.hpp).
+  std::size_t mailbox_capacity = 0;
+  std::uint64_t messages_dropped = 0;
+  std::uint64_t reductions = 0;
+  bool trap_exit = false;
+  std::string registered_name;  ///< "" if none
+  std::vector<beamlet::pid> links;
+  std::vector<beamlet::pid> monitors;        ///< processes it monitors by pid
+  std::vector<std::string> monitored_names;  ///< names it monitors by name
+  std::vector<beamlet::pid> monitored_by;
+  /// What the current receive waits for: "init ack from <0.7.0>", "call to <0.9.0>",
+  /// "a message" for an unlabelled receive; "" when not waiting.
+  std::string waiting_for;
+  /// The body's type (for a gen_server, the server class), demangled.
+  std::string initial_call;
+  beamlet::pid parent;                  ///< the spawner (null for a mailbox)
+  std::vector<beamlet::pid> ancestors;  ///< parent, its parent... while they are alive
+  /// Bytes: the process record and body, its coroutine frames, and its queued messages.
+  std::size_t memory = 0;
+  /// The queued messages' share of `memory`: the queue length times the average size of the
+  /// messages the process has received (counting each removal's size would cost every receive).
+  std::size_t queue_bytes = 0;
+};
+
+/// The state of `p`, or nullopt if it is not alive.
+std::optional<process_details> process_info(runtime& rt, pid p);
+std::optional<process_details> process_info(basic_process& self, pid p);
+/// Every live pid, mailboxes included, in pid (creation) order.
+std::vector<pid> processes(runtime& rt);
+std::vector<pid> processes(basic_process& self);
+
+BEAMLET_END_NAMESPACE

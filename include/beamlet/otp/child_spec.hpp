@@ -1,0 +1,306 @@
+// beamlet/otp/child_spec.hpp: how a supervisor starts, restarts and stops one child (spec §6.1).
+//
+// A child's start function runs inside the supervisor process and returns a start_result,
+// normally by co_awaiting a proc_lib or gen_server start_link (so the child is linked to the
+// supervisor). Defaults follow OTP: restart permanent, type worker, shutdown 5000 ms for a worker
+// and infinity for a supervisor. Every field is checked (validate) before a child is started;
+// the errors are those of OTP's do_check_childspec/2.
+//
+//   child_spec("cache", worker_start<cache>(42)).with_restart(restart_type::transient)
+#pragma once
+
+#include <any>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/otp/start_result.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+enum class restart_type : std::uint8_t {
+  permanent,  ///< always restarted
+  transient,  ///< restarted unless it ends normal, shutdown or {shutdown, _}
+  temporary,  ///< never restarted; its spec is dropped when it ends
+};
+
+enum class child_type : std::uint8_t { worker, supervisor };
+
+/// How a child is stopped: brutal_kill (exit kill), a timeout (exit shutdown, then kill), or
+/// infinity (exit shutdown and wait).
+class shutdown_spec {
+ public:
+  enum class kind : std::uint8_t { brutal_kill, timeout, infinite };
+
+  static shutdown_spec brutal_kill() noexcept { return shutdown_spec(kind::brutal_kill, {}); }
+  static shutdown_spec infinity() noexcept { return shutdown_spec(kind::infinite, {}); }
+  static shutdown_spec timeout(std::chrono::milliseconds t) noexcept {
+    return shutdown_spec(kind::timeout, t);
+  }
+
+  kind which() const noexcept { return kind_; }
+  std::chrono::milliseconds time() const noexcept { return time_; }
+  friend bool operator==(const shutdown_spec&, const shutdown_spec&) = default;
+
+ private:
+  shutdown_spec(kind k, std::chrono::milliseconds t) noexcept : kind_(k), time_(t) {}
+  kind kind_;
+  std::chrono::milliseconds time_;
+};
+
+/// A DynamicSupervisor's extra_arguments: values the supervisor prepends to every child start
+/// (Elixir's `extra_arguments: [...]`). Type-erased, as the supervisor holds one list for
+/// children of any type; a start function reads them back with get<T>(i), which throws
+/// bad_extra_argument on a missing index or a type mismatch, so the start fails with a clear
+/// {error, Reason} instead of undefined behaviour.
+class bad_extra_argument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class extra_arguments;
+/// A value that may be an extra argument (anything but an extra_arguments list itself).
+template <class T>
+concept extra_value = !std::is_same_v<std::decay_t<T>, extra_arguments>;
+
+class extra_arguments {
+ public:
+  extra_arguments() = default;
+  template <extra_value T, extra_value... More>
+  explicit extra_arguments(T&& first, More&&... more) {
+    values_.reserve(1 + sizeof...(More));
+    values_.emplace_back(std::forward<T>(first));
+    (values_.emplace_back(std::forward<More>(more)), ...);
+  }
+
+  std::size_t size() const noexcept { return values_.size(); }
+  bool empty() const noexcept { return values_.empty(); }
+
+  template <class T>
+  const T& get(std::size_t i) const {
+    if (i >= values_.size())
+      throw bad_extra_argument("beamlet: extra argument " + std::to_string(i) + " missing (" +
+                               std::to_string(values_.size()) + " given)");
+    const T* v = std::any_cast<T>(&values_[i]);
+    if (v == nullptr)
+      throw bad_extra_argument("beamlet: extra argument " + std::to_string(i) +
+                               " has another type than the start function expects");
+    return *v;
+  }
+
+ private:
+  std::vector<std::any> values_;
+};
+
+class start_function;
+namespace detail {
+template <class F>
+concept not_start_function = !std::is_same_v<std::decay_t<F>, start_function>;
+}  // namespace detail
+/// A start function that reads the supervisor's extra arguments.
+template <class F>
+concept start_callable_with_extra = detail::not_start_function<F> &&
+    std::is_invocable_r_v<task<start_result>, F&, process&, const extra_arguments&>;
+/// A start function that takes the supervisor process only.
+template <class F>
+concept start_callable = detail::not_start_function<F> && !start_callable_with_extra<F> &&
+                         std::is_invocable_r_v<task<start_result>, F&, process&>;
+
+/// Starts a child from inside the supervisor process. Built from any callable taking
+/// `(process& sup)` or `(process& sup, const extra_arguments&)` and returning
+/// task<start_result>. The callable is copied into every restart, so it must be copyable.
+class start_function {
+ public:
+  using signature = task<start_result>(process&, const extra_arguments&);
+
+  start_function() = default;
+  start_function(std::nullptr_t) noexcept {}
+  template <start_callable_with_extra F>
+  start_function(F f) : fn_(std::move(f)), target_(&typeid(F)) {}
+  template <start_callable F>
+  start_function(F f)
+      : fn_([f = std::move(f)](process& sup, const extra_arguments&) mutable { return f(sup); }),
+        target_(&typeid(F)) {}
+
+  explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  /// What supervisor reports name as the child's start (OTP's mfargs): the server class for
+  /// worker_start<S>, the supervisor kind for the *_start helpers, else the callable's type.
+  const std::type_info& target() const noexcept {
+    return target_ != nullptr ? *target_ : typeid(void);
+  }
+  /// Names T as the target.
+  template <class T>
+  start_function&& naming() && {
+    target_ = &typeid(T);
+    return std::move(*this);
+  }
+  /// `extra` must outlive the returned task (the supervisor passes its own list).
+  task<start_result> operator()(process& sup, const extra_arguments& extra) const {
+    return fn_(sup, extra);
+  }
+
+ private:
+  std::function<signature> fn_;
+  const std::type_info* target_ = nullptr;
+};
+
+/// Exponential backoff between the restarts of one child (beyond OTP, like Akka's backoff
+/// supervisor), so a crashing dependency is not hammered by a restart loop. Restart number k
+/// (counted from 0 since the child last ran for `reset_after`) waits min * 2^k, capped at max,
+/// then stretched by a random factor in [1, 1 + jitter). The child is `restarting` meanwhile;
+/// every restart still counts toward the supervisor's intensity when it is decided, so a child
+/// that keeps crashing escalates as long as its restarts still fall within the intensity window
+/// (a delay longer than max_seconds / max_restarts spaces them out of it: that is a choice).
+/// Under one_for_all and rest_for_one the group is stopped
+/// at once and started again when the delay is over. Validation: 0 <= min <= max <= 1 day,
+/// 0 <= reset_after <= 1 day, 0 <= jitter <= 1 ({invalid_backoff, ...} otherwise).
+struct restart_backoff {
+  std::chrono::milliseconds min{100};
+  std::chrono::milliseconds max{10000};
+  std::chrono::milliseconds reset_after{30000};
+  double jitter = 0.2;
+
+  /// The delay of restart number `attempt`, before jitter.
+  std::chrono::milliseconds delay(unsigned attempt) const noexcept {
+    auto d = min;
+    for (unsigned i = 0; i < attempt && d < max; ++i) d *= 2;
+    return d < max ? d : max;
+  }
+};
+
+/// Not an aggregate on purpose: specs are often built as temporaries inside a co_await
+/// (`co_await supervisor::start_child(self, sup, child_spec("id", f))`), which GCC 12
+/// miscompiles for aggregates with destructors (docs/gcc12-coroutines.md). Build with the
+/// constructor and the chainable setters.
+class child_spec {
+ public:
+  child_spec() = default;
+  child_spec(std::string child_id, start_function start_fn)
+      : id(std::move(child_id)), start(std::move(start_fn)) {}
+
+  child_spec&& with_restart(restart_type r) && {
+    restart = r;
+    return std::move(*this);
+  }
+  child_spec&& with_shutdown(shutdown_spec s) && {
+    shutdown = s;
+    return std::move(*this);
+  }
+  child_spec&& with_type(child_type t) && {
+    type = t;
+    return std::move(*this);
+  }
+  child_spec&& with_modules(std::vector<std::string> m) && {
+    modules = std::move(m);
+    return std::move(*this);
+  }
+  child_spec&& with_significant(bool s) && {
+    significant = s;
+    return std::move(*this);
+  }
+  child_spec&& with_backoff(restart_backoff b) && {
+    backoff = b;
+    return std::move(*this);
+  }
+
+  /// Unique among the children of a static supervisor; ignored by DynamicSupervisor.
+  std::string id;
+  start_function start;
+  restart_type restart = restart_type::permanent;
+  /// nullopt: 5000 ms for a worker, infinity for a supervisor.
+  std::optional<shutdown_spec> shutdown;
+  child_type type = child_type::worker;
+  /// Informational, as OTP's `modules` (which_children reports it).
+  std::vector<std::string> modules;
+  /// OTP 24+: with the supervisor's auto_shutdown, this child's exit may end the supervisor.
+  /// Only transient and temporary children may be significant.
+  bool significant = false;
+  /// Spaces the restarts of this child (restart_backoff); none by default, as OTP.
+  std::optional<restart_backoff> backoff;
+
+  /// The shutdown in effect, defaults applied.
+  shutdown_spec effective_shutdown() const noexcept {
+    if (shutdown) return *shutdown;
+    return type == child_type::worker ? shutdown_spec::timeout(std::chrono::milliseconds(5000))
+                                      : shutdown_spec::infinity();
+  }
+};
+
+/// A child spec field that does not hold.
+enum class spec_errc : std::uint8_t {
+  missing_id,            ///< empty id (OTP: missing_id)
+  missing_start,         ///< no start function (OTP: missing_start)
+  invalid_restart_type,  ///< not one of the enumerators
+  invalid_shutdown,      ///< negative timeout, or not one of the enumerators
+  invalid_child_type,    ///< not one of the enumerators
+  invalid_modules,       ///< an empty module name
+  bad_combination,       ///< a permanent child marked significant
+  duplicate_child_name,  ///< two children of one static supervisor with the same id
+  invalid_significant,   ///< a significant child given to a DynamicSupervisor
+  invalid_backoff,       ///< a restart_backoff out of range
+};
+
+struct spec_error {
+  spec_errc code;
+  std::string detail;  ///< the offending value, as OTP prints it ({invalid_shutdown, -1})
+  std::string to_string() const;
+};
+
+/// The first problem with `spec`, if any. `require_id`: static supervisors need ids,
+/// DynamicSupervisor ignores them.
+std::optional<spec_error> validate(const child_spec& spec, bool require_id = true);
+/// supervisor:check_childspecs/1: every spec valid and ids unique.
+std::optional<spec_error> check_childspecs(const std::vector<child_spec>& specs);
+
+/// A start function for a gen_server S(args...): `worker_start<my_server>(1, 2)`.
+template <class S, class... Args>
+start_function worker_start(Args... args) {
+  return start_function([args...](process& sup) -> task<start_result> {
+           co_return co_await S::start_link(sup, {}, args...);
+         })
+      .template naming<S>();
+}
+
+/// As worker_start, with the server registered under `name` (gen_server start_link's name
+/// option); a restart registers the new process under the same name.
+template <class S, class... Args>
+start_function worker_start_named(std::string name, Args... args) {
+  return start_function([name = std::move(name), args...](process& sup) -> task<start_result> {
+           co_return co_await S::start_link(sup, {std::string_view(name)}, args...);
+         })
+      .template naming<S>();
+}
+
+namespace detail {
+template <class S, class... Extra, std::size_t... I, class... Args>
+task<start_result> start_with_extra(process& sup, const extra_arguments& extra,
+                                    std::index_sequence<I...>, Args... args) {
+  co_return co_await S::start_link(sup, {}, extra.get<Extra>(I)..., args...);
+}
+}  // namespace detail
+
+/// A start function for a gen_server S(extra..., args...), where the leading constructor
+/// arguments come from the DynamicSupervisor's extra_arguments, as types Extra...:
+/// `worker_start_extra<conn, std::string>(42)` starts conn(extra.get<std::string>(0), 42).
+template <class S, class... Extra, class... Args>
+start_function worker_start_extra(Args... args) {
+  return start_function(
+             [args...](process& sup, const extra_arguments& extra) -> task<start_result> {
+               co_return co_await detail::start_with_extra<S, Extra...>(
+                   sup, extra, std::index_sequence_for<Extra...>{}, args...);
+             })
+      .template naming<S>();
+}
+
+BEAMLET_END_NAMESPACE

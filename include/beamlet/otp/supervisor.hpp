@@ -1,0 +1,223 @@
+// beamlet/otp/supervisor.hpp: the static supervisor (OTP `supervisor`, spec §6).
+//
+// A supervisor is a process that starts a list of children in order, traps exits, and restarts
+// children that end according to their restart type and the supervisor's strategy:
+//  * one_for_one: only the child that ended;
+//  * one_for_all: all children (stopped in reverse start order, restarted in order);
+//  * rest_for_one: the child that ended and those started after it.
+// More than `intensity` restarts within `period` seconds (timestamps in whole seconds, window
+// inclusive, shared by all children) make the supervisor give up: it stops its other children
+// and exits with reason `shutdown`, escalating to its own supervisor. Children are stopped in
+// reverse start order, each according to its shutdown spec. Temporary children are never
+// restarted; a temporary sibling caught in a group restart is dropped, not restarted.
+//
+// Flags default to Elixir's Supervisor (one_for_one, 3 restarts in 5 s; Erlang's own map
+// default is intensity 1). The management API mirrors OTP's, with its error values as sup_error
+// codes. Calls wait without limit by default, as OTP's do (gen_server:call(Sup, Req,
+// infinity)); every call takes an optional `timeout` so that a stuck supervisor cannot block its
+// caller forever: when it expires the call throws call_error(timeout), as a gen_server call
+// does, and the supervisor is not told. Children start through the supervisor's
+// ack_wait flag (supervisor_options::wait), so a static supervisor can also be made O(1) in its
+// mailbox; the default is OTP's pid-keyed scan.
+//
+// Thread-safety: a supervisor is a process; these functions are called from processes (or, the
+// blocking overloads, from the thread owning a mailbox).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <beamlet/core/config.hpp>
+#include <beamlet/core/exit_reason.hpp>
+#include <beamlet/core/expected.hpp>
+#include <beamlet/core/ids.hpp>
+#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/core/timeout.hpp>
+#include <beamlet/otp/child_spec.hpp>
+#include <beamlet/otp/gen_server.hpp>
+#include <beamlet/otp/start_result.hpp>
+
+BEAMLET_BEGIN_NAMESPACE
+
+enum class restart_strategy : std::uint8_t { one_for_one, one_for_all, rest_for_one };
+
+/// OTP 24+: whether the exit of significant children ends the supervisor.
+enum class auto_shutdown : std::uint8_t { never, any_significant, all_significant };
+
+struct supervisor_flags {
+  restart_strategy strategy = restart_strategy::one_for_one;
+  /// Restarts allowed within `period`; 0 means the first crash ends the supervisor.
+  int intensity = 3;
+  /// Seconds; must be > 0.
+  int period = 5;
+  auto_shutdown shutdown_when = auto_shutdown::never;
+};
+
+/// What a supervisor's init returns: flags and children, or ignore. A default-constructed value
+/// is OTP's "anything else" (start then fails with {bad_return, {supervisor, init, Value}}).
+class supervisor_init {
+ public:
+  supervisor_init() = default;
+  supervisor_init(supervisor_flags f, std::vector<child_spec> c)
+      : flags(f), children(std::move(c)), kind_(kind::ok) {}
+  static supervisor_init ignore() {
+    supervisor_init i;
+    i.kind_ = kind::ignore;
+    return i;
+  }
+  bool is_ok() const noexcept { return kind_ == kind::ok; }
+  bool is_ignore() const noexcept { return kind_ == kind::ignore; }
+
+  supervisor_flags flags;
+  std::vector<child_spec> children;
+
+ private:
+  enum class kind : std::uint8_t { bad, ok, ignore };
+  kind kind_ = kind::bad;
+};
+
+/// Why a management call failed (OTP's {error, ...} values).
+enum class sup_errc : std::uint8_t {
+  already_started,     ///< {already_started, Pid}: the id is running (pid())
+  already_present,     ///< the id exists but is not running
+  not_found,           ///< no such child
+  running,             ///< the child is running
+  restarting,          ///< the child is being restarted
+  start_failed,        ///< the start function failed with reason() (OTP: {Reason, Child})
+  invalid_child_spec,  ///< the spec did not validate (spec())
+  max_children,        ///< DynamicSupervisor: max_children reached
+  rate_limited,        ///< DynamicSupervisor: over its start_rate (nothing was started)
+  overloaded,          ///< DynamicSupervisor: shedding load (nothing was started)
+  mailbox_full,        ///< the supervisor's bounded mailbox refused the request
+};
+
+struct sup_error {
+  sup_errc code = sup_errc::not_found;
+  beamlet::pid pid{};
+  exit_reason reason{};
+  std::optional<spec_error> spec{};
+  /// OTP's rendering: `{already_started,<0.7.0>}`, `not_found`, `{invalid_shutdown,-1}`; a
+  /// failed start renders its reason alone.
+  std::string to_string() const;
+};
+
+template <class T>
+using sup_result = expected<T, sup_error>;
+
+/// One child as which_children reports it.
+struct child_info {
+  enum class state : std::uint8_t { running, restarting, undefined };
+  std::string id;
+  beamlet::pid pid;  ///< null unless running
+  state status;
+  child_type type;
+  std::vector<std::string> modules;
+};
+
+/// count_children: `active` counts children whose process is alive.
+struct child_counts {
+  std::size_t specs = 0;
+  std::size_t active = 0;
+  std::size_t supervisors = 0;
+  std::size_t workers = 0;
+  friend bool operator==(const child_counts&, const child_counts&) = default;
+};
+
+struct supervisor_options {
+  /// Registered name (copied).
+  std::string_view name{};
+  /// Start timeout (infinity by default).
+  timeout_value timeout{};
+  /// How the supervisor waits for its children's init acks (default: scan, as OTP).
+  ack_wait wait = ack_wait::scan;
+  /// Bounds the supervisor's mailbox (beamlet/core/mailbox_limit.hpp; drop_newest or reject, as for
+  /// any gen_server). Requests it refuses fail at once: those answered with a sup_result
+  /// (start_child, terminate_child...) with sup_errc::mailbox_full, which_children and
+  /// count_children with call_error kind mailbox_full. Exit signals, init acks, system
+  /// messages and the supervisor's own restart timers are never refused.
+  mailbox_limit mailbox{};
+  /// Publishes a priority alias (beamlet/core/priority.hpp): which_children, count_children,
+  /// terminate_child, stop, and a parent supervisor's shutdown then reach the supervisor ahead
+  /// of every queued start request.
+  bool priority = false;
+};
+
+namespace detail {
+class supervisor_server;
+}  // namespace detail
+
+using supervisor_ref = server_ref<detail::supervisor_server>;
+using supervisor_init_fn = std::function<supervisor_init()>;
+
+class supervisor {
+ public:
+  /// supervisor:start_link: starts the supervisor linked to `self`; `init` runs inside it.
+  /// Returns {ok, Pid}, ignore, or {error, R} with R one of {supervisor_data, E},
+  /// {start_spec, E}, {bad_return, ...}, or {shutdown, {failed_to_start_child, Id, Reason}}.
+  static task<start_result> start_link(process& self, supervisor_options opts,
+                                       supervisor_init_fn init);
+  /// start_link with a fixed init.
+  static task<start_result> start_link(process& self, supervisor_options opts,
+                                       supervisor_flags flags, std::vector<child_spec> children);
+  /// start_link from an outside thread (the supervisor is linked to the mailbox).
+  static start_result start_link(mailbox& me, supervisor_options opts, supervisor_init_fn init);
+
+  // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
+  // and, with a finite `timeout`, when the supervisor does not answer in time.
+  static task<sup_result<start_result>> start_child(process& self, supervisor_ref sup,
+                                                    child_spec spec,
+                                                    timeout_value timeout = infinity);
+  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, std::string id,
+                                                timeout_value timeout = infinity);
+  /// A pid is not an id for a static supervisor: always not_found (spec §6.4 rule 12).
+  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, pid child,
+                                                timeout_value timeout = infinity);
+  static task<sup_result<start_result>> restart_child(process& self, supervisor_ref sup,
+                                                      std::string id,
+                                                      timeout_value timeout = infinity);
+  static task<sup_result<void>> delete_child(process& self, supervisor_ref sup, std::string id,
+                                             timeout_value timeout = infinity);
+  /// Most recently started first.
+  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup,
+                                                      timeout_value timeout = infinity);
+  static task<child_counts> count_children(process& self, supervisor_ref sup,
+                                           timeout_value timeout = infinity);
+  static task<sup_result<child_spec>> get_childspec(process& self, supervisor_ref sup,
+                                                    std::string id,
+                                                    timeout_value timeout = infinity);
+  /// Stops the supervisor (and its children) and waits until it has exited.
+  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
+                     timeout_value timeout = infinity);
+
+  // Blocking forms for outside threads.
+  static sup_result<start_result> start_child(mailbox& me, supervisor_ref sup, child_spec spec,
+                                              timeout_value timeout = infinity);
+  static sup_result<void> terminate_child(mailbox& me, supervisor_ref sup, std::string id,
+                                          timeout_value timeout = infinity);
+  static sup_result<start_result> restart_child(mailbox& me, supervisor_ref sup, std::string id,
+                                                timeout_value timeout = infinity);
+  static sup_result<void> delete_child(mailbox& me, supervisor_ref sup, std::string id,
+                                       timeout_value timeout = infinity);
+  static std::vector<child_info> which_children(mailbox& me, supervisor_ref sup,
+                                                timeout_value timeout = infinity);
+  static child_counts count_children(mailbox& me, supervisor_ref sup,
+                                     timeout_value timeout = infinity);
+  static sup_result<child_spec> get_childspec(mailbox& me, supervisor_ref sup, std::string id,
+                                              timeout_value timeout = infinity);
+  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
+                   timeout_value timeout = infinity);
+};
+
+/// A start function for a nested supervisor: `child_spec("sub", supervisor_start(flags,
+/// children)).with_type(child_type::supervisor)`.
+start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,
+                                supervisor_options opts = {});
+
+BEAMLET_END_NAMESPACE

@@ -1,0 +1,3 @@
+// Fixture for check_layers: a deprecated flat path, which hides the layer it reaches.
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/process.hpp>

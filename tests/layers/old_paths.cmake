@@ -1,0 +1,58 @@
+# cmake -DCXX=<compiler> -DCXX_ID=<GNU|Clang> -DINCLUDE=<include dir> -DOUT=<work dir>
+#       -P old_paths.cmake
+#
+# The public headers' paths before the layer folders (beamlet/process.hpp, ...) still compile,
+# each with exactly one deprecation warning naming its new path and nothing else; with
+# BEAMLET_NO_DEPRECATED_HEADER_WARNINGS defined, with no warning at all.
+file(GLOB old_headers RELATIVE ${INCLUDE} ${INCLUDE}/beamlet/*.hpp ${INCLUDE}/beamlet/gen_server/*.hpp)
+# The umbrellas are not moved paths.
+list(REMOVE_ITEM old_headers beamlet/beamlet.hpp beamlet/net.hpp beamlet/dist.hpp)
+list(LENGTH old_headers count)
+if(count LESS 30)
+  message(FATAL_ERROR "found only ${count} old header paths under ${INCLUDE}/beamlet")
+endif()
+set(source "// Generated: every deprecated header path.\n")
+foreach(h IN LISTS old_headers)
+  string(APPEND source "#include <${h}>\n")
+endforeach()
+file(MAKE_DIRECTORY ${OUT})
+file(WRITE ${OUT}/old_paths.cpp "${source}")
+
+# One line per diagnostic: no source excerpt under it, no wrapping.
+set(flags -std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Wshadow -Wold-style-cast
+          -I${INCLUDE})
+if(CXX_ID STREQUAL "GNU")
+  list(APPEND flags -fno-diagnostics-show-caret -fmessage-length=0)
+else()
+  list(APPEND flags -fno-caret-diagnostics)
+endif()
+execute_process(COMMAND ${CXX} ${flags} ${OUT}/old_paths.cpp
+  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the old paths do not compile:\n${err}")
+endif()
+string(REGEX MATCHALL "[^\n]*(warning|error)[^\n]*" diagnostics "${err}")
+set(seen 0)
+foreach(line IN LISTS diagnostics)
+  if(line MATCHES "warning: <(beamlet/[a-z_/]+\\.hpp)> is deprecated: include <(beamlet/(core|otp|observe)/[a-z_/]+\\.hpp)>")
+    set(old ${CMAKE_MATCH_1})
+    set(new ${CMAKE_MATCH_2})
+    if(NOT EXISTS ${INCLUDE}/${new})
+      message(FATAL_ERROR "${old} points to ${new}, which does not exist")
+    endif()
+    math(EXPR seen "${seen} + 1")
+  else()
+    message(FATAL_ERROR "a diagnostic other than a deprecation:\n${line}\n\nall of it:\n${err}")
+  endif()
+endforeach()
+if(NOT seen EQUAL count)
+  message(FATAL_ERROR "${count} old paths, ${seen} deprecation warnings:\n${err}")
+endif()
+
+execute_process(COMMAND ${CXX} ${flags} -DBEAMLET_NO_DEPRECATED_HEADER_WARNINGS
+                        ${OUT}/old_paths.cpp
+  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR err MATCHES "warning|error")
+  message(FATAL_ERROR "with BEAMLET_NO_DEPRECATED_HEADER_WARNINGS:\n${err}")
+endif()
+message(STATUS "${count} old header paths: one deprecation warning each, and nothing else")
