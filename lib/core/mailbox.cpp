@@ -23,7 +23,6 @@ void close_external(proc* p) noexcept {
     pin guard(rt);
     exit_process(p, exit_reason::normal());
   }
-  rt.mailboxes.fetch_sub(1);
   try {
     rt.epoch.retire_shared(p, &free_proc);
   } catch (...) {

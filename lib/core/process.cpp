@@ -18,7 +18,6 @@ proc::proc(runtime_core& r, std::uint32_t size) noexcept
     : facade(this, &r, pid()), alloc_size(size) {}
 
 proc::~proc() {
-  monitors.for_each([](std::uint64_t, monitor_entry& e) { delete e.name; });
   if (timer != nullptr) {
     timer->~timer_entry();
     deallocate(timer, sizeof(timer_entry));
@@ -374,43 +373,37 @@ namespace {
 
 // A monitor of a process on another node: recorded here, then asked of its node, whose answer
 // (a DOWN, noproc or noconnection) comes back as a remote DOWN signal.
+// `name` (null for a monitor by pid) goes into the monitor's entry, or back into `name` when
+// the monitor ends at once (its DOWN carries the name).
 template <class NoprocDown>
 ref monitor_remote(detail::proc* p, detail::runtime_core& rt, pid target, std::uint64_t r,
-                   std::string* name, NoprocDown& noproc_down) {
+                   std::unique_ptr<std::string>& name, NoprocDown& noproc_down) {
   detail::remote_hooks* h = rt.remote.load(std::memory_order_acquire);
   if (h == nullptr) {  // no node runs: nothing remote can be alive
     noproc_down();
     return ref(r);
   }
-  try {
-    p->monitors.insert(r, detail::monitor_entry{target, 0, name});
-  } catch (...) {
-    delete name;
-    throw;
-  }
+  p->monitors.insert(r, detail::monitor_entry{target, 0, std::move(name)});
   if (!h->monitor(p->id(), target, r)) {
     detail::monitor_entry e;
     p->monitors.erase(r, &e);
+    name = std::move(e.name);
     noproc_down();
   }
   return ref(r);
 }
 
 ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool marked,
-                 std::string* name) {
+                 std::unique_ptr<std::string> name) {
   if (marked) detail::drain(p);
   const std::uint64_t r = rt.new_ref();
   if (marked) p->queue.set_marker(r);
   auto noproc_down = [&] {
     std::string n = name != nullptr ? std::move(*name) : std::string();
-    delete name;
     detail::self_deliver(
         p, detail::make_message(down{ref(r), target, exit_reason::noproc(), std::move(n)}));
   };
-  if (target == p->id()) {  // monitoring oneself creates no entry (spec §3 rule 7)
-    delete name;
-    return ref(r);
-  }
+  if (target == p->id()) return ref(r);  // monitoring oneself creates no entry (spec §3 rule 7)
   pin guard(rt);
   if (target.is_remote()) [[unlikely]]
     return monitor_remote(p, rt, target, r, name, noproc_down);
@@ -422,13 +415,7 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
   // Record the monitor on our side first, then on the target: a DOWN can only come after the
   // latter, and we will find the entry when it arrives.
   auto& map = p->monitors;
-  detail::monitor_entry* entry;
-  try {
-    entry = map.insert(r, detail::monitor_entry{target, 0, name});
-  } catch (...) {
-    delete name;
-    throw;
-  }
+  detail::monitor_entry* entry = map.insert(r, detail::monitor_entry{target, 0, std::move(name)});
   {
     std::lock_guard lock(t->watchers_lock);
     if (!t->watchers_closed) {
@@ -437,13 +424,14 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
         return ref(r);
       } catch (...) {
         map.erase(r);
-        delete name;
         throw;
       }
     }
   }
   // The target is exiting and has already told its watchers: it is not alive for us.
-  map.erase(r);
+  detail::monitor_entry gone;
+  map.erase(r, &gone);
+  name = std::move(gone.name);
   noproc_down();
   return ref(r);
 }
@@ -460,7 +448,7 @@ ref basic_process::monitor(pid target, marked_t) {
 
 ref basic_process::monitor(std::string_view name) {
   const std::optional<pid> target = rt_->names.whereis(name);
-  return monitor_impl(p_, *rt_, target.value_or(pid()), false, new std::string(name));
+  return monitor_impl(p_, *rt_, target.value_or(pid()), false, std::make_unique<std::string>(name));
 }
 
 bool basic_process::demonitor(ref r) noexcept {
@@ -471,7 +459,6 @@ bool basic_process::demonitor(ref r) noexcept {
     pin guard(*rt_);
     detail::drop_monitor(*rt_, self_, r.value(), e);
   }
-  delete e.name;
   return true;
 }
 

@@ -81,10 +81,7 @@ void signal_watchers(proc* p) noexcept {
 
 void drop_own_monitors(proc* p) noexcept {
   runtime_core& rt = *p->rt();
-  p->monitors.for_each([&](std::uint64_t r, monitor_entry& e) {
-    drop_monitor(rt, p->id(), r, e);
-    delete e.name;
-  });
+  p->monitors.for_each([&](std::uint64_t r, monitor_entry& e) { drop_monitor(rt, p->id(), r, e); });
   p->monitors.clear();
 }
 
@@ -165,8 +162,18 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   // 4. Unpublished and counted before anyone learns of the death: whoever got the DOWN sees it
   //    in process_count and in the metrics (whose exit totals are derived from the table).
   //    Lookups fail from here on, which is what they would find a moment later anyway.
+  //    A mailbox leaves the mailbox count first: shutdown waits until the table holds nothing
+  //    but mailboxes, which must never look true while a process is still alive.
   count_exit(rt, p->reason);
+  if (p->external) rt.mailboxes.fetch_sub(1, std::memory_order_seq_cst);
   rt.table.remove(p->id());
+  if (rt.draining.load(std::memory_order_seq_cst)) [[unlikely]] {
+    // A shutdown waits for the processes to end: the exit that ends the wait wakes it.
+    if (rt.table.size_seq_cst() <= rt.mailboxes.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(rt.drain_mu);
+      rt.drain_cv.notify_all();
+    }
+  }
 
   // 5. Links and watchers.
   signal_links(p);

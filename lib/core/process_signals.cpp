@@ -78,10 +78,7 @@ bool handle_signal(proc* p, message_node* n) {
       monitor_entry e;
       // Only a monitor still held produces a DOWN: demonitor() drops late ones (§3 rule 5).
       if (p->exiting || !p->monitors.erase(d.ref.value(), &e)) return false;
-      if (e.name != nullptr) {
-        d.name = std::move(*e.name);
-        delete e.name;
-      }
+      if (e.name != nullptr) d.name = std::move(*e.name);
       n->type = tag_of<down>();
       p->queue.push_back(n);
       return true;

@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -102,8 +103,8 @@ enum class suspend_kind : std::uint8_t { none, receive, yield, exit };
 /// One monitor as its owner (the watcher) knows it; keyed by ref in the owner's map.
 struct monitor_entry {
   pid target;
-  std::uint32_t slot = 0;       ///< its index in the target's watcher_set
-  std::string* name = nullptr;  ///< set for monitors by name
+  std::uint32_t slot = 0;             ///< its index in the target's watcher_set
+  std::unique_ptr<std::string> name;  ///< set for monitors by name
 };
 
 /// Blocking state of an outside-thread mailbox.

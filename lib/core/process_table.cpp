@@ -53,7 +53,7 @@ proc* process_table::lookup(pid id) const noexcept {
 
 void process_table::remove(pid id) noexcept {
   slots_[id.serial() & mask_].store(nullptr, std::memory_order_seq_cst);
-  count_.fetch_sub(1, std::memory_order_relaxed);
+  count_.fetch_sub(1, std::memory_order_seq_cst);  // (a lock-prefixed sub on x86 either way)
 }
 
 }  // namespace detail

@@ -45,6 +45,8 @@ class process_table {
   void prefetch_slot(pid id) const noexcept { __builtin_prefetch(&slots_[id.serial() & mask_]); }
 
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+  /// size(), ordered with remove() for a waiter that must not miss one (see runtime_core).
+  std::size_t size_seq_cst() const noexcept { return count_.load(std::memory_order_seq_cst); }
   /// Processes ever inserted (serials handed out, less those skipped): what the spawn and exit
   /// counters are derived from, so that a spawn counts nothing itself.
   std::uint64_t inserted() const noexcept {

@@ -4,7 +4,9 @@
 #include <beamlet/core/detail/remote.hpp>
 #include <beamlet/core/process.hpp>
 
+#include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "process_ops.hpp"
@@ -111,20 +113,12 @@ ref basic_process::monitor(std::string_view name, std::string_view node) {
     return ref(r);
   };
   if (h == nullptr) return unreachable();
-  auto* owned = new std::string(name);
-  detail::monitor_entry* e;
-  try {
-    e = p->monitors.insert(r, detail::monitor_entry{pid(), 0, owned});
-  } catch (...) {
-    delete owned;
-    throw;
-  }
+  detail::monitor_entry* e =
+      p->monitors.insert(r, detail::monitor_entry{pid(), 0, std::make_unique<std::string>(name)});
   // Recorded first: the answer is a signal this process handles only after we return.
   const pid stand_in = h->monitor_named(self_, name, node, r);
   if (!stand_in) {
-    detail::monitor_entry gone;
-    p->monitors.erase(r, &gone);
-    delete gone.name;
+    p->monitors.erase(r);
     return unreachable();
   }
   e->target = stand_in;

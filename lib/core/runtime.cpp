@@ -117,6 +117,10 @@ void runtime_core::stop_extensions() noexcept {
   for (runtime_extension* e : all) e->stopping();
 }
 
+void core_release::operator()(runtime_core* rt) const noexcept {
+  rt->release();
+}
+
 void runtime_core::shutdown() {
   if (worker* w = current_worker(); w != nullptr && &w->sched.rt() == this) {
     // It would wait for the very process that called it to exit.
@@ -139,9 +143,18 @@ void runtime_core::shutdown() {
       deliver(*this, t,
               make_node<exit_signal>(exit_tag, exit_signal{pid(), exit_reason::shutdown(), false}));
   }
+  // Wait for them on the exits themselves (each one wakes this thread while `draining` is
+  // set), not by polling. The grace period is real time even under a manual_clock: it bounds
+  // how long this thread blocks, and nothing would advance a manual clock meanwhile.
   const auto deadline = deadline_after(clock::now(), options.shutdown_grace);
-  while (table.size() > mailboxes.load() && clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  draining.store(true, std::memory_order_seq_cst);
+  {
+    std::unique_lock drain_lock(drain_mu);
+    drain_cv.wait_until(drain_lock, deadline, [&] {
+      return table.size_seq_cst() <= mailboxes.load(std::memory_order_seq_cst);
+    });
+  }
+  draining.store(false, std::memory_order_relaxed);
 
   // Phase 2: nothing runs any more.
   closed.store(true);
@@ -186,15 +199,13 @@ runtime::runtime(runtime_options options) : core_(new detail::runtime_core(optio
     const detail::layer_hooks* layers = &beamlet_layer_hooks;
     if (layers != nullptr && layers->runtime_started != nullptr) layers->runtime_started(*this);
   } catch (...) {
-    core_->shutdown();
-    core_.release()->release();
+    core_->shutdown();  // (core_ gives its reference back as the constructor unwinds)
     throw;
   }
 }
 
 runtime::~runtime() {
   core_->shutdown();
-  core_.release()->release();
 }
 
 void runtime::shutdown() {

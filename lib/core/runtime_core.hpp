@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -81,9 +82,16 @@ class runtime_core {
     std::atomic<std::int64_t> long_schedule_ns{0};
     std::atomic<std::uint64_t> subscriber{0};
   } monitor;
-  /// Open mailboxes (outside-thread processes), so shutdown knows how many processes it need
-  /// not wait for without scanning the table.
+  /// Live mailboxes (outside-thread processes in the table), so shutdown knows how many
+  /// processes it need not wait for without scanning the table.
   std::atomic<std::size_t> mailboxes{0};
+  /// Set while shutdown waits for the processes to end: each exit then notifies drain_cv
+  /// (otherwise an exit pays one load for it). The exit's table removal and this load, and
+  /// shutdown's store and its load of the count, are sequentially consistent, so either the
+  /// exit sees the flag or shutdown sees the exit.
+  std::atomic<bool> draining{false};
+  std::mutex drain_mu;
+  std::condition_variable drain_cv;
   /// Mailboxes ever opened, and processes allocated but never started (their body's copy
   /// threw): with the table's insert count they give the spawn and exit totals.
   std::atomic<std::uint64_t> mailboxes_opened{0};

@@ -25,6 +25,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
+/// What a process waiting in drain() receives when the pool's last connection has ended.
+struct pool_drained {
+  ref tag;
+};
+
 /// What the pool's processes share: made once per acceptor_pool_start.
 struct pool_shared {
   explicit pool_shared(acceptor_pool_options o) : opts(std::move(o)) {}
@@ -37,6 +42,31 @@ struct pool_shared {
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> accepted{0}, refused{0}, accept_errors{0};
   std::atomic<std::int64_t> active{0};
+
+  /// Processes waiting in drain() for the last connection to end, and the ref each waits on
+  /// (under mu). The connection that brings `active` to 0 tells them.
+  struct drain_waiter {
+    ::beamlet::detail::runtime_core* rt;
+    pid who;
+    ref tag;
+  };
+  std::vector<drain_waiter> drain_waiters;
+
+  /// A connection ended. Sends under the lock, so that a drain() that finds itself no longer
+  /// in the list knows its message is already queued.
+  void connection_ended() noexcept {
+    if (active.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    std::lock_guard lock(mu);
+    for (const drain_waiter& w : drain_waiters) {
+      try {
+        ::beamlet::detail::send_node(*w.rt, w.who,
+                                     ::beamlet::detail::make_message(pool_drained{w.tag}));
+      } catch (...) {
+        // Out of memory: that drain() waits until its timeout, as if connections remained.
+      }
+    }
+    drain_waiters.clear();
+  }
 
   tcp_listener current_listener() {
     std::lock_guard lock(mu);
@@ -130,7 +160,7 @@ class connection_body {
       : shared_(std::move(o.shared_)), counted_(std::exchange(o.counted_, false)) {}
   connection_body& operator=(connection_body&&) = delete;
   ~connection_body() {
-    if (counted_) shared_->active.fetch_sub(1, std::memory_order_acq_rel);
+    if (counted_) shared_->connection_ended();
   }
 
   task<> operator()(process& self, const starter& st) {
@@ -352,13 +382,33 @@ task<bool> acceptor_pool::drain(process& self, std::string_view name, timeout_va
   if (p == nullptr) co_return false;
   p->draining.store(true, std::memory_order_release);
   p->current_listener().close();
-  const auto deadline = timeout.finite() ? std::chrono::steady_clock::now() + timeout.duration()
-                                         : std::chrono::steady_clock::time_point::max();
-  while (p->active.load(std::memory_order_acquire) > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) co_return false;
-    co_await self.receive(after(std::chrono::milliseconds(5)));
+  // Told by the connection that ends last (pool_shared::connection_ended), not by polling; the
+  // timeout is a receive's, so it follows the runtime's clock (a manual_clock in tests).
+  const ref tag = self.make_ref();
+  {
+    std::lock_guard lock(p->mu);
+    if (p->active.load(std::memory_order_acquire) <= 0) co_return true;
+    p->drain_waiters.push_back({::beamlet::detail::runtime_of(self), self.self(), tag});
   }
-  co_return true;
+  const auto ours = [tag](const pool_drained& d) { return d.tag == tag; };
+  auto m = co_await self.receive(on<pool_drained>().when(ours), after(timeout));
+  if (!m.timed_out()) co_return true;
+  bool told = false;
+  {
+    std::lock_guard lock(p->mu);
+    auto& ws = p->drain_waiters;
+    const auto it = std::find_if(ws.begin(), ws.end(), [&](const auto& w) { return w.tag == tag; });
+    if (it != ws.end()) {
+      ws.erase(it);
+    } else {
+      told = true;  // the last connection ended just now: its message is queued
+    }
+  }
+  if (told) {
+    (void)co_await self.receive(on<pool_drained>().when(ours), after(0ms));
+    co_return true;
+  }
+  co_return false;
 }
 
 }  // namespace net

@@ -212,6 +212,46 @@ TEST(AcceptorPool, ADrainThatTimesOutLeavesTheRestToTheShutdown) {
   EXPECT_TRUE(a.closed_by_peer());
 }
 
+// drain() waits on the last connection's end, not on a poll, and its timeout is a receive's: it
+// follows the runtime's clock.
+TEST(AcceptorPool, ADrainsTimeoutFollowsTheRuntimesClock) {
+  auto clock = std::make_shared<manual_clock>();
+  runtime rt({.clock = clock});
+  mailbox me(rt);
+  const pid sup = start_under_supervisor(me, echo_pool("clocked"));
+  raw_client a(port_of(rt, "clocked"));
+  a.send("hi\n");
+  EXPECT_EQ(a.recv_exact(3), "hi\n");
+  std::atomic<int> drained{-1};
+  const pid drainer = rt.spawn([&](process& self) -> task<> {
+    drained = (co_await net::acceptor_pool::drain(self, "clocked", 5s)) ? 1 : 0;
+  });
+  ASSERT_TRUE(eventually([&] { return !net::acceptor_pool::stats(rt, "clocked")->accepting; }));
+  ASSERT_TRUE(eventually([&] {
+    const auto d = process_info(rt, drainer);
+    return d && d->status == process_status::waiting;
+  }));
+  clock->advance(4s);
+  EXPECT_TRUE(rt.is_alive(drainer));  // 4 of its 5 seconds have passed
+  clock->advance(1s);
+  ASSERT_TRUE(rt.wait(drainer, 10s));
+  EXPECT_EQ(drained.load(), 0);
+  supervisor::stop(me, sup);
+}
+
+// A drain that begins after the last connection ended returns at once.
+TEST(AcceptorPool, ADrainWithNoConnectionsReturnsAtOnce) {
+  runtime rt;
+  mailbox me(rt);
+  const pid sup = start_under_supervisor(me, echo_pool("empty"));
+  bool drained = false;
+  ASSERT_TRUE(run_process(rt, [&](process& self) -> task<> {
+    drained = co_await net::acceptor_pool::drain(self, "empty", infinity);
+  }));
+  EXPECT_TRUE(drained);
+  supervisor::stop(me, sup);
+}
+
 // The sanitizers' runtimes need descriptors of their own at the worst moment (UBSan opens a
 // pipe to check a pointer it is about to report on), so running out of them is only tested in
 // the uninstrumented and TSan builds.

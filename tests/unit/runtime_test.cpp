@@ -9,6 +9,8 @@ namespace beamlet::test {
 
 namespace {
 struct go {};
+struct ready {};
+struct never_sent {};
 }  // namespace
 
 TEST(Runtime, DefaultsToOneSchedulerPerCore) {
@@ -64,6 +66,28 @@ TEST(Runtime, ShutdownEndsStubbornProcesses) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+// Shutdown waits (up to shutdown_grace) until only mailboxes are left. A mailbox that was killed
+// but is still open is no longer a process: it must not count as one of the mailboxes the wait
+// leaves out, or the wait would end while a process is still finishing (here, at once).
+TEST(Runtime, ADeadMailboxDoesNotCutTheGracePeriodShort) {
+  std::atomic<bool> cleaned{false};
+  runtime rt;  // a grace period of 1 s
+  mailbox me(rt);
+  rt.spawn([&, to = me.self()](process& self) -> task<> {
+    self.trap_exit(true);
+    self.send(to, ready{});
+    co_await self.receive(on<exit_message>());
+    co_await self.receive(on<never_sent>(), after(200ms));  // cleaning up takes a while
+    cleaned = true;
+  });
+  ASSERT_TRUE(me.receive(on<ready>(), after(10s)));
+  mailbox dead(rt);
+  rt.exit(dead.self(), exit_reason::kill());
+  EXPECT_THROW((void)dead.receive(on<never_sent>(), after(0ms)), exit_exception);
+  rt.shutdown();
+  EXPECT_TRUE(cleaned.load());
 }
 
 TEST(Runtime, SpawnAfterShutdownThrows) {

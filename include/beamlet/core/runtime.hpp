@@ -136,7 +136,7 @@ class runtime {
   detail::runtime_core& core() noexcept { return *core_; }
 
  private:
-  std::unique_ptr<detail::runtime_core> core_;
+  std::unique_ptr<detail::runtime_core, detail::core_release> core_;
 };
 
 /// The priority alias `p` published (beamlet/core/priority.hpp), if it is alive and has one. Any

@@ -43,6 +43,12 @@ namespace detail {
 struct proc;         // a process (lib/core/process_state.hpp)
 class runtime_core;  // a runtime (lib/core/runtime_core.hpp)
 
+/// Gives back one reference to a runtime's shared state (the runtime object holds one, each
+/// mailbox another; the last one frees it): the deleter of the runtime's handle to it.
+struct core_release {
+  void operator()(runtime_core* rt) const noexcept;
+};
+
 // -- messaging (any thread) ----------------------------------------------------------------------
 
 /// Delivers `n` to `to`, or destroys it if `to` is not alive. Never throws.
