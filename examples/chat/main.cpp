@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -173,7 +172,6 @@ int usage(bool ok) {
       ok ? stdout : stderr);
   return ok ? 0 : 2;
 }
-std::atomic<bool> interrupted{false};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,9 +222,10 @@ int main(int argc, char** argv) {
 
   int status = 0;
   if (serve) {
-    std::signal(SIGINT, [](int) { interrupted = true; });
-    std::signal(SIGTERM, [](int) { interrupted = true; });
-    while (!interrupted) std::this_thread::sleep_for(100ms);
+    // Until Ctrl-C (or SIGTERM): then the tree stops in order, the pool's connections first.
+    const run_outcome out = run_until_signal(rt, top.pid());
+    rt.exit(lobby_pid, exit_reason::kill());
+    return out.exit_code();
   } else {
     tally t;
     std::vector<int> members(static_cast<std::size_t>(rooms), 0);

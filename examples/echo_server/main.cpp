@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -82,7 +81,6 @@ int usage(bool ok) {
   return ok ? 0 : 2;
 }
 
-std::atomic<bool> interrupted{false};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,9 +129,11 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   if (serve) {
-    std::signal(SIGINT, [](int) { interrupted = true; });
-    std::signal(SIGTERM, [](int) { interrupted = true; });
-    while (!interrupted) std::this_thread::sleep_for(100ms);
+    // Until Ctrl-C (or SIGTERM): then the tree stops in order, each connection getting its
+    // child_spec's shutdown time to finish.
+    const run_outcome out = run_until_signal(rt, top.pid());
+    std::printf("stopped by signal %d\n", out.signal);
+    return out.exit_code();
   } else {
     load_result result;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);

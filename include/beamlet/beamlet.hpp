@@ -34,6 +34,7 @@
 #include <beamlet/otp/partition_supervisor.hpp>
 #include <beamlet/otp/proc_lib.hpp>
 #include <beamlet/otp/rate_limit.hpp>
+#include <beamlet/otp/run_until_signal.hpp>
 #include <beamlet/otp/start_result.hpp>
 #include <beamlet/otp/supervisor.hpp>
 #include <beamlet/otp/supervisor_stats.hpp>

@@ -48,15 +48,15 @@ namespace net {
 
 struct acceptor_pool_options {
   /// Required: the pool is known by it (acceptor_pool::stats, drain).
-  std::string name;
-  listen_options listen;
+  std::string name{};
+  listen_options listen{};
   int acceptors = 4;                    ///< 1..1024
   std::int64_t max_connections = 1024;  ///< >= 1
   int partitions = 0;  ///< 0: one DynamicSupervisor; 1..1024: a PartitionSupervisor
   /// The connections' child-spec shutdown: how long a trapping connection gets to finish.
   timeout_value connection_shutdown = std::chrono::seconds(5);
   /// Required: the body of every connection process; it owns the socket.
-  std::function<task<>(process& self, tcp_socket socket)> handler;
+  std::function<task<>(process& self, tcp_socket socket)> handler{};
 };
 
 /// The pool as a supervisor child:

@@ -217,7 +217,7 @@ struct listen_options {
   std::uint16_t port = 0;  ///< 0: any free port (see tcp_listener::port)
   int backlog = 1024;
   bool reuse_address = true;
-  socket_options accepted;  ///< the options of every accepted socket
+  socket_options accepted{};  ///< the options of every accepted socket
 };
 
 /// A listening socket. Copies share it (acceptors in a pool each hold one); it is closed by

@@ -98,7 +98,7 @@ struct http_endpoint_options {
   std::uint16_t port = 0;
   /// Registered name of the endpoint's process ("" for none): how find() reaches an endpoint
   /// that a supervisor started.
-  std::string name;
+  std::string name{};
   std::size_t max_connections = 1024;
   /// Connections open at once from one peer address.
   std::size_t max_connections_per_peer = 64;
@@ -122,8 +122,8 @@ struct http_endpoint_options {
   /// Pages of the application's own, looked up before the built-in ones (so one may replace
   /// "/"). A page without a path starting with '/', or without exactly one of render and
   /// respond, is std::invalid_argument.
-  std::vector<http_page> pages;
-  http_builtin_pages builtin;
+  std::vector<http_page> pages{};
+  http_builtin_pages builtin{};
 };
 
 class http_endpoint {
