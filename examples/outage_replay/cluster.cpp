@@ -342,7 +342,7 @@ struct ring_keeper_body {
 
 dynamic_supervisor_flags pool_flags(const scenario& sc, int share) {
   dynamic_supervisor_flags f;
-  f.max_restarts = 1000;
+  f.intensity = 1000;
   if (sc.fix.rate_limit) {
     const double r = sc.pool_start_rate / share;
     f.start_rate = rate_limit{r, std::max(1.0, r / 10)};
@@ -390,7 +390,7 @@ start_function instance_start(cluster_context& cx, int i) {
     supervisor_options o = sub;
     o.name = cx.name(cx.http_name(i));
     dynamic_supervisor_flags f;
-    f.max_restarts = 1000;
+    f.intensity = 1000;
     kids.push_back(child_spec("http", dynamic_supervisor_start(f, o))
                        .with_type(child_type::supervisor)
                        .with_shutdown(shutdown_spec::brutal_kill()));

@@ -453,7 +453,7 @@ start_function calls_start(users_context& u) {
   supervisor_options so;
   so.name = u.cx->name("calls");
   dynamic_supervisor_flags f;
-  f.max_restarts = 100;
+  f.intensity = 100;
   return dynamic_supervisor_start(f, so);
 }
 

@@ -68,9 +68,8 @@ std::optional<std::string> check_dynamic_flags(const dynamic_supervisor_flags& f
          name != nullptr ? std::string(name) : std::to_string(static_cast<unsigned>(f.strategy)),
          "}"});
   }
-  if (f.max_restarts < 0)
-    return concat({"{invalid_intensity,", std::to_string(f.max_restarts), "}"});
-  if (f.max_seconds <= 0) return concat({"{invalid_period,", std::to_string(f.max_seconds), "}"});
+  if (f.intensity < 0) return concat({"{invalid_intensity,", std::to_string(f.intensity), "}"});
+  if (f.period <= 0) return concat({"{invalid_period,", std::to_string(f.period), "}"});
   if (f.max_children && *f.max_children < 0)
     return concat({"{invalid_max_children,", std::to_string(*f.max_children), "}"});
   if (auto e = check_start_rate(f.start_rate)) return e;
@@ -151,7 +150,7 @@ gen::init_result dynamic_supervisor_server::init() {
                             }))
     return std::move(*end);
   flags_ = std::move(si.flags);
-  window_ = restart_window(flags_.max_restarts, flags_.max_seconds);
+  window_ = restart_window(flags_.intensity, flags_.period);
   if (flags_.start_rate) start_bucket_.emplace(*flags_.start_rate);
   if (priority_) (void)self().make_priority_alias(/*publish=*/true);
   stats_.enroll(self(), "dynamic_supervisor");

@@ -140,7 +140,7 @@ expected<std::vector<child_spec>, exit_reason> partition_children(
 }
 
 supervisor_flags flags_of(const partition_supervisor_options& o) {
-  return supervisor_flags{o.strategy, o.max_restarts, o.max_seconds, auto_shutdown::never};
+  return supervisor_flags{o.strategy, o.intensity, o.period, auto_shutdown::never};
 }
 
 }  // namespace

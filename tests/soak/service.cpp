@@ -41,10 +41,9 @@ class sink : public gen_server<sink> {
       const auto it = expected_.find(f->from);
       const std::uint64_t got = it == expected_.end() ? 0 : it->second;
       if (got != f->total)
-        w_->violate(w_->local_streams, "sink " + std::to_string(index_) + ": " +
-                                           f->from.to_string() + " sent " +
-                                           std::to_string(f->total) + ", " + std::to_string(got) +
-                                           " arrived");
+        w_->violate(w_->local_streams,
+                    "sink " + std::to_string(index_) + ": " + f->from.to_string() + " sent " +
+                        std::to_string(f->total) + ", " + std::to_string(got) + " arrived");
       self().send(f->from, fin_ack{got == f->total, got});
       expected_.erase(f->from);
     }
@@ -94,17 +93,17 @@ start_result start_service(mailbox& me, world& w) {
   counters.name = counters_name;
   counters.partitions = partitions;
   counters.child = child_spec("seq", worker_start<seq_server>(&w));
-  counters.max_restarts = high_intensity;
-  counters.max_seconds = 1;
+  counters.intensity = high_intensity;
+  counters.period = 1;
 
   dynamic_supervisor_flags sessions;
-  sessions.max_restarts = high_intensity;
-  sessions.max_seconds = 1;
+  sessions.intensity = high_intensity;
+  sessions.period = 1;
 
   std::vector<child_spec> sinks;
   for (int i = 0; i < w.opt.local_streams; ++i)
-    sinks.push_back(child_spec("sink" + std::to_string(i),
-                               worker_start_named<sink>(sink_name(i), &w, i)));
+    sinks.push_back(
+        child_spec("sink" + std::to_string(i), worker_start_named<sink>(sink_name(i), &w, i)));
 
   net::acceptor_pool_options pool;
   pool.name = pool_name;
@@ -116,17 +115,19 @@ start_result start_service(mailbox& me, world& w) {
   };
 
   std::vector<child_spec> children;
+  children.push_back(child_spec("counters", partition_supervisor_start(counters))
+                         .with_type(child_type::supervisor));
   children.push_back(
-      child_spec("counters", partition_supervisor_start(counters)).with_type(child_type::supervisor));
-  children.push_back(child_spec("sessions", dynamic_supervisor_start(
-                                                sessions, {.name = sessions_name,
-                                                           .wait = ack_wait::marker}))
-                         .with_type(child_type::supervisor));
-  children.push_back(child_spec("sinks", supervisor_start(supervisor_flags{restart_strategy::one_for_one,
-                                                                           high_intensity, 1},
-                                                          sinks, {.name = sinks_name}))
-                         .with_type(child_type::supervisor));
-  children.push_back(child_spec("echo", net::acceptor_pool_start(pool)).with_type(child_type::supervisor));
+      child_spec("sessions", dynamic_supervisor_start(
+                                 sessions, {.name = sessions_name, .wait = ack_wait::marker}))
+          .with_type(child_type::supervisor));
+  children.push_back(
+      child_spec("sinks", supervisor_start(
+                              supervisor_flags{restart_strategy::one_for_one, high_intensity, 1},
+                              sinks, {.name = sinks_name}))
+          .with_type(child_type::supervisor));
+  children.push_back(
+      child_spec("echo", net::acceptor_pool_start(pool)).with_type(child_type::supervisor));
 
   return supervisor::start_link(me, {.name = top_name}, [children] {
     return supervisor_init(supervisor_flags{restart_strategy::one_for_one, high_intensity, 1},

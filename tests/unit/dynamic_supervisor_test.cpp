@@ -67,9 +67,9 @@ child_spec worker_spec(start_function f, restart_type r = restart_type::permanen
   return child_spec("DynamicSupervisorTest", std::move(f)).with_restart(r);
 }
 
-dynamic_supervisor_flags max_restarts(int n) {
+dynamic_supervisor_flags intensity(int n) {
   dynamic_supervisor_flags f;
-  f.max_restarts = n;
+  f.intensity = n;
   return f;
 }
 
@@ -145,8 +145,8 @@ struct ready {};
 TEST(DynamicSupervisorTest, InitSetsDefaultOptions) {
   const dynamic_supervisor_flags f;
   EXPECT_EQ(f.strategy, restart_strategy::one_for_one);
-  EXPECT_EQ(f.max_restarts, 3);
-  EXPECT_EQ(f.max_seconds, 5);
+  EXPECT_EQ(f.intensity, 3);
+  EXPECT_EQ(f.period, 5);
   EXPECT_FALSE(f.max_children.has_value());  // infinity
   EXPECT_TRUE(f.extra.empty());
 }
@@ -158,8 +158,8 @@ TEST(DynamicSupervisorTest, StartLinkWithNonOkInit) {
     std::vector<dynamic_supervisor_flags> bad(5);
     bad[0].strategy = restart_strategy::one_for_all;  // only one_for_one is valid
     bad[1].strategy = static_cast<restart_strategy>(9);
-    bad[2].max_restarts = -1;
-    bad[3].max_seconds = 0;
+    bad[2].intensity = -1;
+    bad[3].period = 0;
     bad[4].max_children = -1;
     std::vector<std::string> got;
     for (const auto& f : bad) got.push_back((co_await start_dyn(self, f)).to_string());
@@ -307,7 +307,7 @@ TEST(DynamicSupervisorTest, StartChildWithMaxChildren) {
 // "restarting on init children counted in max_children"
 TEST(DynamicSupervisorTest, RestartingOnInitChildrenCountedInMaxChildren) {
   run_case([](process& self) -> task<> {
-    dynamic_supervisor_flags f = max_restarts(100000);
+    dynamic_supervisor_flags f = intensity(100000);
     f.max_children = 1;
     const start_result s = co_await start_dyn(self, f);
     const dynamic_supervisor_ref sup(s.pid());
@@ -323,7 +323,7 @@ TEST(DynamicSupervisorTest, RestartingOnInitChildrenCountedInMaxChildren) {
 // "restarting on exit children counted in max_children"
 TEST(DynamicSupervisorTest, RestartingOnExitChildrenCountedInMaxChildren) {
   run_case([](process& self) -> task<> {
-    dynamic_supervisor_flags f = max_restarts(100000);
+    dynamic_supervisor_flags f = intensity(100000);
     f.max_children = 1;
     const start_result s = co_await start_dyn(self, f);
     const dynamic_supervisor_ref sup(s.pid());
@@ -367,7 +367,7 @@ TEST(DynamicSupervisorTest, TransientChildIsRestartedUnlessNormalShutdown) {
 // "permanent child is restarted regardless of reason"
 TEST(DynamicSupervisorTest, PermanentChildIsRestartedRegardlessOfReason) {
   run_case([](process& self) -> task<> {
-    const start_result s = co_await start_dyn(self, max_restarts(100000));
+    const start_result s = co_await start_dyn(self, intensity(100000));
     const dynamic_supervisor_ref sup(s.pid());
     const child_spec child = worker_spec(ok2(), restart_type::permanent);
     co_await assert_kill(self, co_await start_ok(self, sup, child), exit_reason::shutdown());
@@ -383,7 +383,7 @@ TEST(DynamicSupervisorTest, PermanentChildIsRestartedRegardlessOfReason) {
 // "child is restarted with different values"
 TEST(DynamicSupervisorTest, ChildIsRestartedWithDifferentValues) {
   run_case([](process& self) -> task<> {
-    const start_result s = co_await start_dyn(self, max_restarts(100000));
+    const start_result s = co_await start_dyn(self, intensity(100000));
     const dynamic_supervisor_ref sup(s.pid());
     auto states = [&]() -> task<std::vector<child_info::state>> {
       std::vector<child_info::state> v;
@@ -485,7 +485,7 @@ TEST(DynamicSupervisorTest, ChildIsRestartedWhenTryingAgain) {
       sup.send(me, try_again{true});
       co_return start_result::ok(sup.spawn_link(sleep_forever));
     };
-    const start_result s = co_await start_dyn(self, max_restarts(2));
+    const start_result s = co_await start_dyn(self, intensity(2));
     const dynamic_supervisor_ref sup(s.pid());
     const pid c = co_await start_ok(self, sup, worker_spec(f));
     auto first = co_await self.receive(on<try_again>(), after(0ms));
@@ -503,7 +503,7 @@ TEST(DynamicSupervisorTest, ChildIsRestartedWhenTryingAgain) {
 TEST(DynamicSupervisorTest, ChildTriggersMaximumRestarts) {
   run_case([](process& self) -> task<> {
     self.trap_exit(true);
-    const start_result s = co_await start_dyn(self, max_restarts(1));
+    const start_result s = co_await start_dyn(self, intensity(1));
     const pid c = co_await start_ok(self, dynamic_supervisor_ref(s.pid()),
                                     worker_spec(restart_then(error_start())));
     co_await assert_kill(self, c, exit_reason::shutdown());
@@ -515,7 +515,7 @@ TEST(DynamicSupervisorTest, ChildTriggersMaximumRestarts) {
 TEST(DynamicSupervisorTest, ChildTriggersMaximumIntensityWhenTryingAgain) {
   run_case([](process& self) -> task<> {
     self.trap_exit(true);
-    const start_result s = co_await start_dyn(self, max_restarts(10));
+    const start_result s = co_await start_dyn(self, intensity(10));
     const pid c = co_await start_ok(self, dynamic_supervisor_ref(s.pid()),
                                     worker_spec(restart_then(error_start())));
     co_await assert_kill(self, c, exit_reason::shutdown());
@@ -725,7 +725,7 @@ TEST(DynamicSupervisorTest, TerminatesChildWithIntegerShutdown) {
 
 TEST(DynamicSupervisorTest, TerminatesRestartingChild) {
   run_case([](process& self) -> task<> {
-    const start_result s = co_await start_dyn(self, max_restarts(100000));
+    const start_result s = co_await start_dyn(self, intensity(100000));
     const dynamic_supervisor_ref sup(s.pid());
     const pid c = co_await start_ok(self, sup, worker_spec(restart_then(error_start())));
     co_await assert_kill(self, c, exit_reason::shutdown());
@@ -759,7 +759,7 @@ TEST(SupervisorSuite, HangingRestartLoopSimple) {
       }
       co_return start_result::ok(sup.spawn_link(sleep_forever));
     };
-    const start_result s = co_await start_dyn(self, max_restarts(100000));
+    const start_result s = co_await start_dyn(self, intensity(100000));
     const dynamic_supervisor_ref sup(s.pid());
     const pid c1 = co_await start_ok(self, sup, worker_spec(switchable));
     fail->store(true);

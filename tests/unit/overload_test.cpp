@@ -250,7 +250,7 @@ TEST(BoundedMailbox, AFullSupervisorStillRestartsItsChildren) {
   supervisor_options o;
   o.mailbox = {1, overflow_policy::reject};
   dynamic_supervisor_flags f;
-  f.max_restarts = 100;
+  f.intensity = 100;
   const pid sup = dynamic_supervisor::start_link(me, o, f).pid();
   auto runs = std::make_shared<std::atomic<int>>(0);
   // Starts, then fails its first two restarts, then starts again. Before failing it fills the
@@ -899,8 +899,8 @@ TEST(Backoff, RestartDelaysFollowTheCurveInVirtualTime) {
   runtime rt({.clock = clock});
   mailbox me(rt);
   dynamic_supervisor_flags f;
-  f.max_restarts = 100;
-  f.max_seconds = 1;
+  f.intensity = 100;
+  f.period = 1;
   const pid sup = dynamic_supervisor::start_link(me, {}, f).pid();
   auto mu = std::make_shared<std::mutex>();
   auto starts = std::make_shared<std::vector<clock_time>>();
@@ -1017,7 +1017,7 @@ TEST(Backoff, ResetsAfterTheChildRanLongEnough) {
   runtime rt({.clock = clock});
   mailbox me(rt);
   dynamic_supervisor_flags f;
-  f.max_restarts = 100;
+  f.intensity = 100;
   const pid sup = dynamic_supervisor::start_link(me, {}, f).pid();
   auto starts = std::make_shared<std::atomic<int>>(0);
   restart_backoff b;
@@ -1062,8 +1062,8 @@ TEST(Backoff, TheIntensityStillApplies) {
   mailbox me(rt);
   me.trap_exit(true);
   dynamic_supervisor_flags f;
-  f.max_restarts = 3;
-  f.max_seconds = 5;
+  f.intensity = 3;
+  f.period = 5;
   const pid sup = dynamic_supervisor::start_link(me, {}, f).pid();
   auto mu = std::make_shared<std::mutex>();
   auto starts = std::make_shared<std::vector<clock_time>>();

@@ -206,7 +206,7 @@ TEST(PartitionSupervisorTest, BadOptionsAreStartErrors) {
       return s;
     };
     bad.push_back(options("foo", dynamic_spec()));
-    bad.back().max_restarts = -1;  // a supervisor flag: reported the same way
+    bad.back().intensity = -1;  // a supervisor flag: reported the same way
     std::vector<std::string> got;
     for (const auto& o : bad)
       got.push_back((co_await partition_supervisor::start_link(self, o)).to_string());
@@ -348,7 +348,7 @@ TEST(PartitionSupervisorTest, MaxRestartsZeroRemovesTheTable) {
   run_case([](process& self, runtime& rt) -> task<> {
     self.trap_exit(true);
     partition_supervisor_options o = options("fragile", agent_spec("x"));
-    o.max_restarts = 0;
+    o.intensity = 0;
     const start_result s = co_await partition_supervisor::start_link(self, o);
     self.exit(partition_supervisor::whereis(self, "fragile", 0), exit_reason::kill());
     auto e = co_await self.receive(

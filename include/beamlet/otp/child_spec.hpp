@@ -161,7 +161,7 @@ class start_function {
 /// then stretched by a random factor in [1, 1 + jitter). The child is `restarting` meanwhile;
 /// every restart still counts toward the supervisor's intensity when it is decided, so a child
 /// that keeps crashing escalates as long as its restarts still fall within the intensity window
-/// (a delay longer than max_seconds / max_restarts spaces them out of it: that is a choice).
+/// (a delay longer than period / intensity spaces them out of it: that is a choice).
 /// Under one_for_all and rest_for_one the group is stopped
 /// at once and started again when the delay is over. Validation: 0 <= min <= max <= 1 day,
 /// 0 <= reset_after <= 1 day, 0 <= jitter <= 1 ({invalid_backoff, ...} otherwise).

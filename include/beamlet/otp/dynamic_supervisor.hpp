@@ -1,9 +1,9 @@
 // beamlet/otp/dynamic_supervisor.hpp: Elixir's DynamicSupervisor (spec §7).
 //
 // A supervisor that starts with no children and starts them on demand. Children are kept by pid
-// (ids are ignored and need not be unique), restarted one_for_one within max_restarts per
-// max_seconds, and stopped in parallel on shutdown: every child is signalled first, then the
-// supervisor waits for all of them (one kill timer per distinct shutdown time).
+// (ids are ignored and need not be unique), restarted one_for_one within `intensity` restarts
+// per `period` seconds, and stopped in parallel on shutdown: every child is signalled first, then
+// the supervisor waits for all of them (one kill timer per distinct shutdown time).
 //
 // start_child validates the spec in the caller, before the supervisor is contacted; then the
 // supervisor checks max_children (restarting children count) and runs the start function. Its
@@ -58,10 +58,11 @@ BEAMLET_BEGIN_NAMESPACE
 struct dynamic_supervisor_flags {
   /// Only one_for_one is valid ({supervisor_data, {invalid_strategy, S}} otherwise).
   restart_strategy strategy = restart_strategy::one_for_one;
-  /// Restarts allowed within max_seconds (OTP's intensity); must be >= 0.
-  int max_restarts = 3;
-  /// The intensity window in seconds (OTP's period); must be > 0.
-  int max_seconds = 5;
+  /// Restarts allowed within `period` (Elixir's :max_restarts; the same name as in
+  /// supervisor_flags); must be >= 0.
+  int intensity = 3;
+  /// The intensity window in seconds (Elixir's :max_seconds); must be > 0.
+  int period = 5;
   /// nullopt: infinity. Counts running and restarting children; must be >= 0.
   std::optional<std::int64_t> max_children{};
   /// Prepended to every child start (see extra_arguments and worker_start_extra).

@@ -107,10 +107,11 @@ struct partition_supervisor_options {
   std::optional<int> partitions;
   /// Elixir's with_arguments: makes partition p's spec from `child` (default: unchanged).
   std::function<child_spec(child_spec, int partition)> with_arguments;
-  /// The static supervisor's flags (strategy, max_restarts in max_seconds).
+  /// The static supervisor's flags (strategy, `intensity` restarts in `period` seconds: Elixir's
+  /// :max_restarts and :max_seconds).
   restart_strategy strategy = restart_strategy::one_for_one;
-  int max_restarts = 3;
-  int max_seconds = 5;
+  int intensity = 3;
+  int period = 5;
   timeout_value timeout;
   /// How the supervisor waits for its children's init acks.
   ack_wait wait = ack_wait::scan;
