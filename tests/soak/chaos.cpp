@@ -16,7 +16,7 @@ namespace {
 
 struct victim {
   pid target;
-  pid supervisor;      ///< whose restart count the kill must show up in (null: none)
+  pid supervisor;       ///< whose restart count the kill must show up in (null: none)
   bool linked = false;  ///< a worker linked to the witness
 };
 
@@ -24,8 +24,8 @@ struct victim {
 task<> kill_one(process& self, world& w, victim v) {
   const ref r = self.monitor(v.target);
   self.exit(v.target, exit_reason::kill());
-  auto m = co_await self.receive(on<down>().when([r](const down& d) { return d.ref == r; }),
-                                 after(5s));
+  auto m =
+      co_await self.receive(on<down>().when([r](const down& d) { return d.ref == r; }), after(5s));
   w.downs.checked.fetch_add(1, std::memory_order_relaxed);
   if (!m) {
     w.violate(w.downs, "no DOWN within 5 s of killing " + v.target.to_string());
@@ -44,7 +44,8 @@ task<> kill_one(process& self, world& w, victim v) {
 
 // A running child of `sup`, picked by the seed; null if it has none running now.
 template <class Children, class Filter = bool (*)(pid)>
-pid pick(std::mt19937_64& rng, const Children& kids, Filter may = [](pid) { return true; }) {
+pid pick(
+    std::mt19937_64& rng, const Children& kids, Filter may = [](pid) { return true; }) {
   std::vector<pid> running;
   for (const child_info& k : kids)
     if (k.pid && k.status == child_info::state::running && may(k.pid)) running.push_back(k.pid);

@@ -78,11 +78,19 @@ bool external_node::restart_if_exited() {
 
 std::vector<std::string> external_node::erl_argv(const std::string& name,
                                                  const std::string& cookie) {
-  return {"erl", "-name", name, "-setcookie", cookie, "-noshell", "-noinput", "-eval",
-          "register(soak_echo, self()),"
-          "Loop = fun L() -> receive {From, X} when is_pid(From) -> From ! {echoed, X, self()}, L();"
-          " _ -> L() end end,"
-          "Loop()."};
+  return {
+      "erl",
+      "-name",
+      name,
+      "-setcookie",
+      cookie,
+      "-noshell",
+      "-noinput",
+      "-eval",
+      "register(soak_echo, self()),"
+      "Loop = fun L() -> receive {From, X} when is_pid(From) -> From ! {echoed, X, self()}, L();"
+      " _ -> L() end end,"
+      "Loop()."};
 }
 
 bool external_node::erl_available() {

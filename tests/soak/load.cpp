@@ -92,7 +92,8 @@ task<> session_churn(process& self, world& w, std::uint64_t seed) {
     try {
       if (clock::now() >= refresh_at) {
         // The chaos kills sessions, and their restarts have new pids: take the list again.
-        const std::vector<child_info> kids = co_await dynamic_supervisor::which_children(self, sup, 5s);
+        const std::vector<child_info> kids =
+            co_await dynamic_supervisor::which_children(self, sup, 5s);
         live.clear();
         for (const child_info& k : kids)
           if (k.pid) live.push_back(k.pid);
@@ -186,7 +187,8 @@ task<> local_streamer(process& self, world& w, int index) {
       self.send(sink, stream_fin{self.self(), seq});
       auto m = co_await self.receive(on<fin_ack>(), on<down>().when(is_mine), after(20s));
       if (!m)
-        w.violate(w.local_streams, "streamer " + std::to_string(index) + ": no answer to the end of its stream");
+        w.violate(w.local_streams,
+                  "streamer " + std::to_string(index) + ": no answer to the end of its stream");
       self.demonitor(mon, flush);
     }
   }
@@ -213,9 +215,10 @@ task<> remote_streamer(process& self, world& w, std::string node, std::string ec
     // Until the echo answers (a node just restarted may not have registered it yet).
     bool up = true, ready = false;
     for (int tries = 0; tries < 150 && up && !ready && !w.stopping.load(); ++tries) {
-      self.send(echo_name, node, term::tuple(term(self.self()), term::tuple(epoch, std::int64_t{-1})));
-      auto m = co_await self.receive(on<term>().when(echo_of), on<dist::nodedown>().when(is_node_down),
-                                     after(200ms));
+      self.send(echo_name, node,
+                term::tuple(term(self.self()), term::tuple(epoch, std::int64_t{-1})));
+      auto m = co_await self.receive(on<term>().when(echo_of),
+                                     on<dist::nodedown>().when(is_node_down), after(200ms));
       if (m && m.is<term>()) ready = true;
       if (m && m.is<dist::nodedown>()) up = false;
       hb.beat();
@@ -225,8 +228,8 @@ task<> remote_streamer(process& self, world& w, std::string node, std::string ec
     while (up && ready && !w.stopping.load()) {
       while (next - want < 32)
         self.send(echo_name, node, term::tuple(term(self.self()), term::tuple(epoch, next++)));
-      auto m = co_await self.receive(on<term>().when(echo_of), on<dist::nodedown>().when(is_node_down),
-                                     after(15s));
+      auto m = co_await self.receive(on<term>().when(echo_of),
+                                     on<dist::nodedown>().when(is_node_down), after(15s));
       if (!m) {
         if (!w.peer_stalled.load())
           w.violate(c, "stream to " + node + ": no echo for 15 s on a live connection");
@@ -255,7 +258,8 @@ task<> remote_streamer(process& self, world& w, std::string node, std::string ec
     }
     if (up) dist::monitor_node(self, node, false);
     // Drop what is left of this epoch; the next one starts from 0.
-    while (co_await self.receive(on<term>().when(echo_of), on<dist::nodedown>().when(is_node_down), after(0ms))) {
+    while (co_await self.receive(on<term>().when(echo_of), on<dist::nodedown>().when(is_node_down),
+                                 after(0ms))) {
     }
   }
 }
@@ -278,8 +282,8 @@ std::string describe_stuck(process& self, world& w, const net::tcp_socket& s, st
   out += handler ? "; server handler " + handler.to_string() + " alive" : "; no server handler";
   if (const auto st = net::acceptor_pool::stats(self, pool_name))
     out += "; pool on port " + std::to_string(st->port) + ", accepted " +
-           std::to_string(st->accepted) + ", refused " + std::to_string(st->refused) +
-           ", active " + std::to_string(st->active);
+           std::to_string(st->accepted) + ", refused " + std::to_string(st->refused) + ", active " +
+           std::to_string(st->active);
   else
     out += "; no pool";
   return out;
@@ -326,7 +330,8 @@ task<> socket_client(process& self, world& w, int index, std::uint64_t seed) {
       }
       w.sockets.checked.fetch_add(1, std::memory_order_relaxed);
       if (back.size() > payload.size() || back != std::string_view(payload).substr(0, back.size()))
-        w.violate(w.sockets, "socket client " + std::to_string(index) + ": the echo differs from what was sent");
+        w.violate(w.sockets, "socket client " + std::to_string(index) +
+                                 ": the echo differs from what was sent");
       if (broken) {
         w.socket_resets.fetch_add(1, std::memory_order_relaxed);
         break;

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -121,7 +121,9 @@ int main(int argc, char** argv) {
 
   runtime rt;
   w.rt = &rt;
-  logger::of(rt).set_level(std::getenv("SOAK_LOG") ? log_level::error : log_level::critical);  // thousands of crash reports, by design
+  logger::of(rt).set_level(std::getenv("SOAK_LOG")
+                               ? log_level::error
+                               : log_level::critical);  // thousands of crash reports, by design
   const std::string suffix = std::to_string(::getpid());
   w.node_name = "soak" + suffix + "@127.0.0.1";
   w.cookie = "soak_cookie_" + suffix;
@@ -154,8 +156,8 @@ int main(int argc, char** argv) {
     }
   }
   if (w.opt.erl) {
-    erl = std::make_unique<soak::external_node>(w.erl_node,
-                                                soak::external_node::erl_argv(w.erl_node, w.cookie));
+    erl = std::make_unique<soak::external_node>(
+        w.erl_node, soak::external_node::erl_argv(w.erl_node, w.cookie));
     if (!erl->start()) {
       std::fprintf(stderr, "soak: cannot run erl\n");
       return 1;
@@ -209,9 +211,9 @@ int main(int argc, char** argv) {
     } else {
       rss_max = std::max(rss_max, rss);
     }
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            soak::clock::now().time_since_epoch())
-                            .count();
+    const auto now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(soak::clock::now().time_since_epoch())
+            .count();
     {
       std::lock_guard<std::mutex> g(w.mu);
       reported_stuck.resize(w.beats.size(), false);
@@ -242,14 +244,16 @@ int main(int argc, char** argv) {
   }
   w.progress.checked.fetch_add(1);
   if (ended < load.size())
-    w.violate(w.progress, std::to_string(load.size() - ended) + " load processes did not end within 60 s of the stop");
+    w.violate(w.progress, std::to_string(load.size() - ended) +
+                              " load processes did not end within 60 s of the stop");
 
   // Restarts: each live supervisor of the tree restarted exactly the children killed under it.
   std::vector<std::string> restart_lines;
   const bool restarts_ok = within(10s, [&] {
     restart_lines.clear();
     std::lock_guard<std::mutex> g(w.mu);
-    for (const char* name : {soak::top_name, soak::counters_name, soak::sessions_name, soak::sinks_name}) {
+    for (const char* name :
+         {soak::top_name, soak::counters_name, soak::sessions_name, soak::sinks_name}) {
       const auto p = rt.whereis(name);
       if (!p) {
         restart_lines.push_back(std::string(name) + ": not running");
@@ -325,31 +329,33 @@ int main(int argc, char** argv) {
     std::printf("  %-58s %12llu %10llu\n", what, static_cast<unsigned long long>(c.checked.load()),
                 static_cast<unsigned long long>(c.violations.load()));
   };
-  std::printf("\nsoak: seed %llu, %lld s, peak %zu processes, RSS %s after the warm-up, at most %s\n",
-              static_cast<unsigned long long>(w.opt.seed),
-              static_cast<long long>(w.opt.duration.count()), peak_processes,
-              mib(rss_warm).c_str(), mib(rss_max).c_str());
-  std::printf("chaos: %llu kills (%llu supervisors, %llu connections; %llu already gone), %llu stalls, "
-              "%llu disconnects, %llu erl restarts\n",
-              static_cast<unsigned long long>(w.kills.load()),
-              static_cast<unsigned long long>(w.supervisor_kills.load()),
-              static_cast<unsigned long long>(w.handler_kills.load()),
-              static_cast<unsigned long long>(w.kills_missed.load()),
-              static_cast<unsigned long long>(w.peer_stalls.load()),
-              static_cast<unsigned long long>(w.peer_disconnects.load()),
-              static_cast<unsigned long long>(w.erl_restarts.load()));
-  std::printf("load: call errors noproc %llu, server exited %llu, timeout %llu, other %llu; "
-              "sessions started %llu, stopped %llu; stream resets %llu, remote disconnects %llu, "
-              "socket resets %llu\n",
-              static_cast<unsigned long long>(w.call_errors_noproc.load()),
-              static_cast<unsigned long long>(w.call_errors_exited.load()),
-              static_cast<unsigned long long>(w.call_errors_timeout.load()),
-              static_cast<unsigned long long>(w.call_errors_other.load()),
-              static_cast<unsigned long long>(w.sessions_started.load()),
-              static_cast<unsigned long long>(w.sessions_stopped.load()),
-              static_cast<unsigned long long>(w.stream_resets.load()),
-              static_cast<unsigned long long>(w.remote_disconnects.load()),
-              static_cast<unsigned long long>(w.socket_resets.load()));
+  std::printf(
+      "\nsoak: seed %llu, %lld s, peak %zu processes, RSS %s after the warm-up, at most %s\n",
+      static_cast<unsigned long long>(w.opt.seed), static_cast<long long>(w.opt.duration.count()),
+      peak_processes, mib(rss_warm).c_str(), mib(rss_max).c_str());
+  std::printf(
+      "chaos: %llu kills (%llu supervisors, %llu connections; %llu already gone), %llu stalls, "
+      "%llu disconnects, %llu erl restarts\n",
+      static_cast<unsigned long long>(w.kills.load()),
+      static_cast<unsigned long long>(w.supervisor_kills.load()),
+      static_cast<unsigned long long>(w.handler_kills.load()),
+      static_cast<unsigned long long>(w.kills_missed.load()),
+      static_cast<unsigned long long>(w.peer_stalls.load()),
+      static_cast<unsigned long long>(w.peer_disconnects.load()),
+      static_cast<unsigned long long>(w.erl_restarts.load()));
+  std::printf(
+      "load: call errors noproc %llu, server exited %llu, timeout %llu, other %llu; "
+      "sessions started %llu, stopped %llu; stream resets %llu, remote disconnects %llu, "
+      "socket resets %llu\n",
+      static_cast<unsigned long long>(w.call_errors_noproc.load()),
+      static_cast<unsigned long long>(w.call_errors_exited.load()),
+      static_cast<unsigned long long>(w.call_errors_timeout.load()),
+      static_cast<unsigned long long>(w.call_errors_other.load()),
+      static_cast<unsigned long long>(w.sessions_started.load()),
+      static_cast<unsigned long long>(w.sessions_stopped.load()),
+      static_cast<unsigned long long>(w.stream_resets.load()),
+      static_cast<unsigned long long>(w.remote_disconnects.load()),
+      static_cast<unsigned long long>(w.socket_resets.load()));
   std::printf("\n  %-58s %12s %10s\n", "invariant", "checked", "violations");
   row("calls: the right reply or a documented call_error", w.calls);
   row("local streams: in order, no gap or duplicate, none lost", w.local_streams);
@@ -366,9 +372,9 @@ int main(int argc, char** argv) {
   row("baselines: processes, timers, sockets, connections", w.baselines);
   row("memory: RSS bounded after the warm-up", w.memory);
   std::uint64_t violations = 0;
-  for (const soak::check* c : {&w.calls, &w.local_streams, &w.remote_peer, &w.remote_erl, &w.rpc,
-                               &w.sockets, &w.downs, &w.links, &w.restarts, &w.progress,
-                               &w.baselines, &w.memory})
+  for (const soak::check* c :
+       {&w.calls, &w.local_streams, &w.remote_peer, &w.remote_erl, &w.rpc, &w.sockets, &w.downs,
+        &w.links, &w.restarts, &w.progress, &w.baselines, &w.memory})
     violations += c->violations.load();
   for (const auto& n : w.notes) std::printf("  violation: %s\n", n.c_str());
   std::printf("soak: %s\n", violations == 0 ? "every invariant held" : "INVARIANTS VIOLATED");
