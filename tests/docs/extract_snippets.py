@@ -7,16 +7,23 @@ is then called by a generated main(), in the order it appears; an exception ends
 with status 1 and the snippet's name. So a page's examples cannot drift from the library: the
 test suite compiles and runs them.
 
-Usage: extract_snippets.py PAGE.md OUT.cpp
+With --program, the page's first ```cpp block is a whole program instead, and is copied as it
+is (after a #line directive, so compiler errors point into the page).
+
+Usage: extract_snippets.py [--program] PAGE.md OUT.cpp
 """
 import re
 import sys
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: extract_snippets.py PAGE.md OUT.cpp")
-    page, out = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    program = args[:1] == ["--program"]
+    if program:
+        args = args[1:]
+    if len(args) != 2:
+        sys.exit("usage: extract_snippets.py [--program] PAGE.md OUT.cpp")
+    page, out = args
     blocks, current, line_of = [], None, 0
     with open(page, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -31,6 +38,10 @@ def main():
         sys.exit(f"{page}: a ```cpp block is not closed")
     if not blocks:
         sys.exit(f"{page}: no ```cpp blocks")
+    if program:
+        line_of, text = blocks[0]
+        write_if_changed(out, f'#line {line_of} "{page}"\n{text}')
+        return
     examples = []
     parts = [f"// Generated from {page} by tests/docs/extract_snippets.py; do not edit.\n"]
     for line_of, text in blocks:
@@ -44,7 +55,11 @@ def main():
                      f'    std::fprintf(stderr, "{e}: %s\\n", x.what());\n    return 1;\n  }}\n')
         parts.append(f'  std::fprintf(stderr, "{e}: ok\\n");\n')
     parts.append("  return 0;\n}\n")
-    text = "".join(parts)
+    write_if_changed(out, "".join(parts))
+
+
+def write_if_changed(out, text):
+    """Leaves an unchanged output alone, so that the build does not recompile it."""
     try:
         with open(out, encoding="utf-8") as f:
             if f.read() == text:
