@@ -170,7 +170,7 @@ void BM_CrashLoop(benchmark::State& st) {
     });
     std::atomic<bool> running{true};
     std::thread pinger([&] {
-      mailbox me(rt);
+      scoped_process me(rt);
       while (running.load()) {
         const auto t0 = std::chrono::steady_clock::now();
         rt.send(echo, me.self());

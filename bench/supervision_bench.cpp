@@ -82,13 +82,13 @@ BENCHMARK(BM_StartChild)->UseManualTime();
 // requests queued behind it (spec §7.2 rule 11a, the outage). Setup: a first request's
 // start function holds the supervisor until `measured + backlog` client processes have queued
 // their requests, then the clock starts; it stops when the first `measured` children have run
-// their init. With ack_wait::scan each start examines the whole queue (O(backlog)); with
-// ack_wait::marker it skips it (O(1)). Reported: time per start.
+// their init. With ack_wait_mode::scan each start examines the whole queue (O(backlog)); with
+// ack_wait_mode::marker it skips it (O(1)). Reported: time per start.
 void BM_StartChildBacklog(benchmark::State& st) {
-  const auto mode = static_cast<ack_wait>(st.range(0));
+  const auto mode = static_cast<ack_wait_mode>(st.range(0));
   const auto backlog = static_cast<std::int64_t>(st.range(1));
   constexpr std::int64_t measured = 200;
-  st.SetLabel(mode == ack_wait::scan ? "scan" : "marker");
+  st.SetLabel(mode == ack_wait_mode::scan ? "scan" : "marker");
   for (auto _ : st) {
     runtime rt;
     flag_t done{0};
@@ -135,7 +135,7 @@ void BM_StartChildBacklog(benchmark::State& st) {
 }
 BENCHMARK(BM_StartChildBacklog)
     ->ArgNames({"mode", "backlog"})
-    ->ArgsProduct({{static_cast<int>(ack_wait::scan), static_cast<int>(ack_wait::marker)},
+    ->ArgsProduct({{static_cast<int>(ack_wait_mode::scan), static_cast<int>(ack_wait_mode::marker)},
                    {0, 10000, 100000}})
     ->UseManualTime()
     ->Iterations(3)

@@ -11,8 +11,8 @@
 //       bench/beam/dist_bench.erl): one-way throughput for each payload size (N messages
 //       {m, Payload} by pid, then {done, self()}, timed until the count comes back), then K
 //       sequential round trips. Prints one JSON object per measurement.
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <algorithm>
@@ -40,7 +40,7 @@ dist::node_options options(const char* name, const char* cookie) {
 }
 
 int serve(runtime& rt) {
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid pong = me.spawn([](process& self) -> task<> {
     (void)self.register_name("pong");
     for (;;) {
@@ -154,7 +154,7 @@ task<> driver(process& self, settings s, pid done) {
 }
 
 int run(runtime& rt, settings s) {
-  mailbox me(rt);
+  scoped_process me(rt);
   me.spawn([s, done = me.self()](process& self) { return driver(self, s, done); });
   auto rc = me.receive(on<int>(), after(std::chrono::minutes(10)));
   return rc ? rc.get<int>() : 1;
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   runtime rt;
   auto n = dist::start(rt, options(argv[2], argv[3]));
   if (!n) {
-    std::fprintf(stderr, "dist_bench: %s\n", n.error().c_str());
+    std::fprintf(stderr, "dist_bench: %s\n", n.error().message().c_str());
     return 1;
   }
   if (mode == "serve") return serve(rt);

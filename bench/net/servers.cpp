@@ -90,7 +90,7 @@ asio::awaitable<void> asio_listen(tcp::acceptor& acceptor) {
 
 int run_beamlet_server(std::uint16_t port, bool active, unsigned schedulers) {
   beamlet::runtime rt(beamlet::runtime_options{.schedulers = schedulers});
-  beamlet::mailbox me(rt);
+  beamlet::scoped_process me(rt);
   beamlet::net::acceptor_pool_options pool;
   pool.name = "echo";
   pool.listen.port = port;

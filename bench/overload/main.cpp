@@ -1,7 +1,7 @@
 // overload: one DynamicSupervisor offered 10 times its start capacity, under each overload
 // control in turn.
 //
-// The supervisor waits for its children's init acks with ack_wait::scan in every configuration
+// The supervisor waits for its children's init acks with ack_wait_mode::scan in every configuration
 // (OTP's default, the wait behind the outage of docs/outage.md), so the rows differ by their
 // control alone: none; a start-rate limit (dynamic_supervisor_flags::start_rate); load shedding
 // (shed_above); a bounded mailbox that rejects at the send (supervisor_options::mailbox); 16

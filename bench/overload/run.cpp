@@ -145,7 +145,7 @@ struct client {
 task<std::vector<pid>> start_rig(process& self, const run_params& p) {
   dynamic_supervisor_flags flags;
   supervisor_options opts;
-  opts.wait = ack_wait::scan;
+  opts.wait = ack_wait_mode::scan;
   std::vector<pid> sups;
   switch (p.what) {
     case control::none:
@@ -320,7 +320,7 @@ double calibrate(std::int64_t start_cost_ns, double seconds) {
     rt.spawn([&](process& self) -> task<> {
       self.trap_exit(true);
       supervisor_options opts;
-      opts.wait = ack_wait::scan;
+      opts.wait = ack_wait_mode::scan;
       const dynamic_supervisor_flags flags;
       const start_result r = co_await dynamic_supervisor::start_link(self, opts, flags);
       if (!r.is_ok()) throw std::runtime_error("dynamic supervisor: " + r.to_string());

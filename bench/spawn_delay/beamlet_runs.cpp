@@ -85,7 +85,7 @@ auto client(dynamic_supervisor_ref target, child_spec spec) {
 /// The supervisors of one run: one DynamicSupervisor, or a PartitionSupervisor of them.
 class rig {
  public:
-  rig(ack_wait mode, int partitions) : mode_(mode), partitions_(partitions) {}
+  rig(ack_wait_mode mode, int partitions) : mode_(mode), partitions_(partitions) {}
 
   task<> start(process& self) {
     const dynamic_supervisor_flags flags;
@@ -128,7 +128,7 @@ class rig {
   }
 
  private:
-  ack_wait mode_;
+  ack_wait_mode mode_;
   int partitions_;
   std::vector<pid> sups_;
   pid top_;
@@ -155,14 +155,14 @@ void driver_alive(const runtime& rt, pid driver, const std::atomic<bool>& flag) 
     throw std::runtime_error("the run's driver process ended before it finished");
 }
 
-std::string name_of(ack_wait mode) {
-  return mode == ack_wait::scan ? "beamlet-scan" : "beamlet-marker";
+std::string name_of(ack_wait_mode mode) {
+  return mode == ack_wait_mode::scan ? "beamlet-scan" : "beamlet-marker";
 }
 
 }  // namespace
 
-backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, std::int64_t timed,
-                            const progress_fn& progress) {
+backlog_run beamlet_backlog(ack_wait_mode mode, int partitions, std::int64_t depth,
+                            std::int64_t timed, const progress_fn& progress) {
   backlog_run out;
   out.variant = name_of(mode);
   out.partitions = partitions;
@@ -208,7 +208,7 @@ backlog_run beamlet_backlog(ack_wait mode, int partitions, std::int64_t depth, s
   return out;
 }
 
-catch_up_run beamlet_catch_up(ack_wait mode, int partitions, std::int64_t backlog, double rate,
+catch_up_run beamlet_catch_up(ack_wait_mode mode, int partitions, std::int64_t backlog, double rate,
                               double duration, const progress_fn& progress) {
   catch_up_run out;
   out.variant = name_of(mode);

@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
     std::cerr << "spawn_delay: " << e.what() << "\n\n" << usage_text;
     return 2;
   }
-  using beamlet::ack_wait;
+  using beamlet::ack_wait_mode;
   const auto t_start = std::chrono::steady_clock::now();
 
   const std::vector<std::int64_t> depths =
@@ -339,7 +339,7 @@ int main(int argc, char** argv) {
   struct task_t {
     int section;
     std::string variant;
-    ack_wait mode;
+    ack_wait_mode mode;
     bool caf;
     int partitions;
     std::int64_t depth;
@@ -355,11 +355,11 @@ int main(int argc, char** argv) {
         if (d == 0) return seq;
         return cheap ? d : static_cast<std::int64_t>(window) + 1;
       };
-      plan.push_back({1, "beamlet-scan", ack_wait::scan, false, 1, d, timed_for(d <= 10000)});
-      plan.push_back({1, "beamlet-marker", ack_wait::marker, false, 1, d,
+      plan.push_back({1, "beamlet-scan", ack_wait_mode::scan, false, 1, d, timed_for(d <= 10000)});
+      plan.push_back({1, "beamlet-marker", ack_wait_mode::marker, false, 1, d,
                       timed_for(!opt.quick || d <= 100000)});
       if (opt.caf)
-        plan.push_back({1, "caf-await", ack_wait::scan, true, 1, d, timed_for(d <= 10000)});
+        plan.push_back({1, "caf-await", ack_wait_mode::scan, true, 1, d, timed_for(d <= 10000)});
     }
   }
   if (opt.section[2]) {
@@ -367,10 +367,11 @@ int main(int argc, char** argv) {
       // The quick run cannot afford scan's O(n^2) drain through one supervisor: it times the
       // first spawns only (no drain time).
       const bool full = !opt.quick || p > 1;
-      plan.push_back({2, "beamlet-scan", ack_wait::scan, false, p, backlog, full ? backlog : 2001});
-      plan.push_back({2, "beamlet-marker", ack_wait::marker, false, p, backlog, backlog});
+      plan.push_back(
+          {2, "beamlet-scan", ack_wait_mode::scan, false, p, backlog, full ? backlog : 2001});
+      plan.push_back({2, "beamlet-marker", ack_wait_mode::marker, false, p, backlog, backlog});
       if (opt.caf && (p == 1 || p == 16) && full)
-        plan.push_back({2, "caf-await", ack_wait::scan, true, p, backlog, backlog});
+        plan.push_back({2, "caf-await", ack_wait_mode::scan, true, p, backlog, backlog});
     }
   }
   const int catch_up_runs =
@@ -460,14 +461,14 @@ int main(int argc, char** argv) {
     for (const case_t& c : cases) {
       struct cv {
         std::string variant;
-        ack_wait mode;
+        ack_wait_mode mode;
         bool caf;
         int partitions;
       };
-      std::vector<cv> variants{{"beamlet-scan", ack_wait::scan, false, 1},
-                               {"beamlet-marker", ack_wait::marker, false, 1},
-                               {"beamlet-scan", ack_wait::scan, false, 16}};
-      if (opt.caf && !opt.quick) variants.push_back({"caf-await", ack_wait::scan, true, 1});
+      std::vector<cv> variants{{"beamlet-scan", ack_wait_mode::scan, false, 1},
+                               {"beamlet-marker", ack_wait_mode::marker, false, 1},
+                               {"beamlet-scan", ack_wait_mode::scan, false, 16}};
+      if (opt.caf && !opt.quick) variants.push_back({"caf-await", ack_wait_mode::scan, true, 1});
       for (const cv& v : variants) {
         prog.step(v.variant + " P=" + std::to_string(v.partitions) +
                   " catch-up backlog=" + std::to_string(c.backlog) +

@@ -129,7 +129,7 @@ struct tally {
 task<> chatter(process& self, std::uint16_t port, int room_no, int index, int lines,
                std::uint64_t expect, tally& t) {
   net::socket_options o;
-  o.packet = net::framing::line;
+  o.framing = net::framing::line;
   o.max_packet = 4096;
   auto s = co_await net::connect(self, "127.0.0.1", port, o, 5s);
   if (!s) {
@@ -197,20 +197,19 @@ int main(int argc, char** argv) {
   }
 
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid lobby_pid = rt.spawn(lobby);
   net::acceptor_pool_options pool;
   pool.name = "chat";
   pool.listen.port = static_cast<std::uint16_t>(port);
-  pool.listen.accepted.packet = net::framing::line;
+  pool.listen.accepted.framing = net::framing::line;
   pool.listen.accepted.max_packet = 4096;
   pool.handler = [lobby_pid](process& self, net::tcp_socket s) -> task<> {
     co_await connection(self, std::move(s), lobby_pid);
   };
   const start_result top = supervisor::start_link(me, {}, [pool] {
-    return supervisor_init(
-        supervisor_flags{},
-        {child_spec("chat", net::acceptor_pool_start(pool)).with_type(child_type::supervisor)});
+    return supervisor_init(supervisor_flags{},
+                           {child_spec("chat", net::acceptor_pool_start(pool))});
   });
   if (!top.is_ok()) {
     std::fprintf(stderr, "chat: could not start: %s\n", top.to_string().c_str());

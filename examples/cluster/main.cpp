@@ -103,11 +103,11 @@ int main(int argc, char** argv) {
   opts.listen_address = "127.0.0.1";
   auto node = dist::start(rt, opts);
   if (!node) {
-    std::fprintf(stderr, "cluster: cannot start the node: %s\n", node.error().c_str());
+    std::fprintf(stderr, "cluster: cannot start the node: %s\n", node.error().message().c_str());
     return 1;
   }
   std::printf("c++: node %s up (creation %u)\n", node->name.c_str(), node->creation);
-  mailbox me(rt);
+  scoped_process me(rt);
   (void)me.register_name("cpp_main");
   rt.spawn(prices);
 

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   }
 
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
 
   // The supervision tree: a top supervisor with the acceptor pool under it.
   net::acceptor_pool_options pool;
@@ -116,9 +116,8 @@ int main(int argc, char** argv) {
   pool.max_connections = 2000;
   pool.handler = echo;
   const start_result top = supervisor::start_link(me, {}, [pool] {
-    return supervisor_init(
-        supervisor_flags{},
-        {child_spec("echo", net::acceptor_pool_start(pool)).with_type(child_type::supervisor)});
+    return supervisor_init(supervisor_flags{},
+                           {child_spec("echo", net::acceptor_pool_start(pool))});
   });
   if (!top.is_ok()) {
     std::fprintf(stderr, "echo_server: could not start: %s\n", top.to_string().c_str());

@@ -78,7 +78,7 @@ task<> alarm_printer(process& self, pid tour) {
 }
 
 // Waits (boundedly) for the printer to have printed an alarm `on` or off.
-void wait_for_alarm(mailbox& me, bool raised) {
+void wait_for_alarm(scoped_process& me, bool raised) {
   const auto which = [raised](const alarm_printed& a) { return a.on == raised; };
   if (!me.receive(on<alarm_printed>().when(which), after(30s)))
     std::printf("(no long_message_queue %s alarm within 30 s)\n", raised ? "ON" : "off");
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   // order things happened.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
 
   const pid printer =
@@ -135,7 +135,12 @@ int main(int argc, char** argv) {
   }
   std::optional<http_endpoint> endpoint;
   if (serve > 0) {
-    endpoint.emplace(http_endpoint::start(rt));
+    auto started = http_endpoint::start(rt);
+    if (!started) {
+      std::fprintf(stderr, "observe: no HTTP endpoint: %s\n", started.error().message().c_str());
+      return 1;
+    }
+    endpoint.emplace(std::move(*started));
     std::printf("HTTP endpoint on http://127.0.0.1:%u/ (/metrics /processes /tree)\n",
                 endpoint->port());
   }

@@ -66,7 +66,7 @@ task<> stub_connection(process& self, net::tcp_socket s) {
 
 net::socket_options line_options() {
   net::socket_options o;
-  o.packet = net::framing::line;
+  o.framing = net::framing::line;
   o.max_packet = 256;
   return o;
 }
@@ -381,7 +381,7 @@ start_function instance_start(cluster_context& cx, int i) {
   cluster_context* cxp = &cx;
   const scenario& sc = *cx.sc;
   supervisor_options sub;
-  sub.wait = sc.fix.marker ? ack_wait::marker : ack_wait::scan;
+  sub.wait = sc.fix.marker ? ack_wait_mode::marker : ack_wait_mode::scan;
   std::vector<child_spec> kids;
   // A drowning supervisor would take its shutdown request only after its backlog (it traps
   // exits, and the request queues like any message): the two supervisors are killed, as an
@@ -392,7 +392,6 @@ start_function instance_start(cluster_context& cx, int i) {
     dynamic_supervisor_flags f;
     f.intensity = 1000;
     kids.push_back(child_spec("http", dynamic_supervisor_start(f, o))
-                       .with_type(child_type::supervisor)
                        .with_shutdown(shutdown_spec::brutal_kill()));
   }
   if (sc.fix.partition) {
@@ -400,8 +399,7 @@ start_function instance_start(cluster_context& cx, int i) {
     p.name = cx.name(cx.pool_name(i));
     p.partitions = sc.partitions;
     p.wait = sub.wait;
-    p.child = child_spec("partition", dynamic_supervisor_start(pool_flags(sc, sc.partitions), sub))
-                  .with_type(child_type::supervisor);
+    p.child = child_spec("partition", dynamic_supervisor_start(pool_flags(sc, sc.partitions), sub));
     p.with_arguments = [cxp, i, sub](child_spec s, int part) {
       supervisor_options o = sub;
       o.name = cxp->name(cxp->partition_name(i, part));
@@ -409,13 +407,11 @@ start_function instance_start(cluster_context& cx, int i) {
       return s;
     };
     kids.push_back(child_spec("pool", partition_supervisor_start(p))
-                       .with_type(child_type::supervisor)
                        .with_shutdown(shutdown_spec::brutal_kill()));
   } else {
     supervisor_options o = sub;
     o.name = cx.name(cx.pool_name(i));
     kids.push_back(child_spec("pool", dynamic_supervisor_start(pool_flags(sc, 1), o))
-                       .with_type(child_type::supervisor)
                        .with_shutdown(shutdown_spec::brutal_kill()));
   }
   kids.push_back(child_spec("syncer", proc_start(syncer_body{cxp, i})));

@@ -152,7 +152,7 @@ std::optional<options> parse(int argc, char** argv, bool& help) {
 /// The replay's recovery actions, as an operator would run them from a shell.
 class operator_console {
  public:
-  operator_console(mailbox& me, replay::cluster_context& cx, replay::users_context& u,
+  operator_console(scoped_process& me, replay::cluster_context& cx, replay::users_context& u,
                    replay::timeline& tl)
       : me_(me), cx_(cx), u_(u), tl_(tl) {}
 
@@ -249,7 +249,7 @@ class operator_console {
   }
 
  private:
-  mailbox& me_;
+  scoped_process& me_;
   replay::cluster_context& cx_;
   replay::users_context& u_;
   replay::timeline& tl_;
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
   // Crash and supervisor reports of connections failing under the overload are the point of
   // the replay, not news: only critical events reach stderr.
   logger::of(rt).set_level(log_level::critical);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   replay::counters counts;
   replay::discovery disc(sc.instances, sc.max_instances);
@@ -336,8 +336,7 @@ int main(int argc, char** argv) {
   syncers_flags.intensity = 100;
   const auto syncers = supervisor::start_child(
       me, "replay",
-      child_spec("syncers", supervisor_start(syncers_flags, instances, syncers_options))
-          .with_type(child_type::supervisor));
+      child_spec("syncers", supervisor_start(syncers_flags, instances, syncers_options)));
   const auto gateways = supervisor::start_child(
       me, "replay",
       child_spec("gateways", replay::gateways_start(users)).with_type(child_type::supervisor));
@@ -357,7 +356,12 @@ int main(int argc, char** argv) {
   ho.pages.push_back(
       {"/replay/state", "application/json", [&tl](std::string_view) { return tl.json(false); }});
   auto endpoint = http_endpoint::start(rt, ho);
-  std::printf("live view: http://127.0.0.1:%u/\n", endpoint.port());
+  if (!endpoint) {
+    std::fprintf(stderr, "outage_replay: no HTTP endpoint: %s\n",
+                 endpoint.error().message().c_str());
+    return 1;
+  }
+  std::printf("live view: http://127.0.0.1:%u/\n", endpoint->port());
   std::printf(
       "scenario: --fix %s --recovery %s; %d instances, %d gateway hosts, %d devices in "
       "calls of %d; fault at %.0f s kills %.0f%% of sessions; lease %.0f s (60 s "
@@ -399,7 +403,7 @@ int main(int argc, char** argv) {
   if (!o.png.empty()) plot(o);
   if (o.linger > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.linger));
 
-  endpoint.stop();
+  endpoint->stop();
   supervisor::stop(me, "replay", exit_reason::shutdown(), 30s);
   // Processes ended by the shutdown close their sockets as they go; the I/O thread finishes the
   // closes it was handed.

@@ -439,10 +439,8 @@ start_function gateways_start(users_context& u) {
     f.strategy = restart_strategy::one_for_all;
     hosts.push_back(
         child_spec("host_" + std::to_string(g),
-                   supervisor_start(f, {child_spec("sessions", dynamic_supervisor_start({}, so))
-                                            .with_type(child_type::supervisor),
-                                        child_spec("gateway", proc_start(gateway_body{&u, g}))}))
-            .with_type(child_type::supervisor));
+                   supervisor_start(f, {child_spec("sessions", dynamic_supervisor_start({}, so)),
+                                        child_spec("gateway", proc_start(gateway_body{&u, g}))})));
   }
   supervisor_options so;
   so.name = u.cx->name("gateways");
@@ -457,7 +455,7 @@ start_function calls_start(users_context& u) {
   return dynamic_supervisor_start(f, so);
 }
 
-void populate(mailbox& me, users_context& u) {
+void populate(scoped_process& me, users_context& u) {
   (void)owners(*u.sc);
   for (int k = 0; k < calls(*u.sc); ++k) {
     const auto r = dynamic_supervisor::start_child(
@@ -474,7 +472,7 @@ void populate(mailbox& me, users_context& u) {
       throw std::runtime_error("the gateways did not start their sessions within 60 s");
 }
 
-void inject_fault(mailbox& me, users_context& u) {
+void inject_fault(scoped_process& me, users_context& u) {
   const int zone = u.zone_hosts();
   const double share = std::min(1.0, u.sc->fault_fraction * u.sc->hosts / zone);
   for (int g = 0; g < zone; ++g)
@@ -482,7 +480,7 @@ void inject_fault(mailbox& me, users_context& u) {
       me.send(*gw, kill_share{share, 1234u + static_cast<std::uint64_t>(g)});
 }
 
-void lose_all_calls(mailbox& me, users_context& u) {
+void lose_all_calls(scoped_process& me, users_context& u) {
   for (auto& o : owners(*u.sc)) me.send(o.load(), calls_lost{});
 }
 

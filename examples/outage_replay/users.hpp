@@ -52,13 +52,13 @@ struct users_context {
 beamlet::start_function gateways_start(users_context& u);
 beamlet::start_function calls_start(users_context& u);
 /// Starts every call owner and every device's first session; blocks until they are up.
-void populate(beamlet::mailbox& me, users_context& u);
+void populate(beamlet::scoped_process& me, users_context& u);
 
 /// The fault: ends scenario::fault_fraction of all sessions at once, all on the first zone's
 /// hosts (a deploy halved that zone's session pods).
-void inject_fault(beamlet::mailbox& me, users_context& u);
+void inject_fault(beamlet::scoped_process& me, users_context& u);
 /// Every call lost its media state (the whole cluster restarted): every participant's client
 /// rejoins within a second, and each rejoin recreates its call.
-void lose_all_calls(beamlet::mailbox& me, users_context& u);
+void lose_all_calls(beamlet::scoped_process& me, users_context& u);
 
 }  // namespace replay

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   const pid server = rt.spawn(echo);
 
   // The main thread is not a process; a mailbox gives it a pid and a blocking receive.
-  mailbox me(rt);
+  scoped_process me(rt);
   const ref mon = me.monitor(server);
 
   for (int i = 1; i <= 3; ++i) {

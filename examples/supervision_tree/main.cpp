@@ -119,9 +119,10 @@ std::vector<child_spec> service_children() {
   children.push_back(child_spec("registry", worker_start_named<registry>("registry")));
   // A DynamicSupervisor waiting on its children's acks with a receive marker: a burst of
   // start_child requests cannot slow each start down (see docs/supervision.md).
-  children.push_back(child_spec("workers", dynamic_supervisor_start(
-                                               {}, {.name = "workers", .wait = ack_wait::marker}))
-                         .with_type(child_type::supervisor));
+  children.push_back(
+      child_spec("workers",
+                 dynamic_supervisor_start({}, {.name = "workers", .wait = ack_wait_mode::marker}))
+          .with_type(child_type::supervisor));
   children.push_back(
       child_spec("caches", partition_supervisor_start(caches)).with_type(child_type::supervisor));
   return children;
@@ -220,7 +221,7 @@ start_function mid_start(std::vector<child_spec> kids) {
 int escalate() {
   runtime rt;
   logger::of(rt).set_level(log_level::critical);  // 20 crash and supervisor reports: counted below
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const auto start = std::chrono::steady_clock::now();
   auto top = supervisor::start_link(me, {"top"}, [] {

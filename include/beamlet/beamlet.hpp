@@ -14,13 +14,13 @@
 #include <beamlet/core/extension.hpp>
 #include <beamlet/core/ids.hpp>
 #include <beamlet/core/log_event.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/mailbox_limit.hpp>
 #include <beamlet/core/priority.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/process_info.hpp>
 #include <beamlet/core/receive.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/system_messages.hpp>
 #include <beamlet/core/system_monitor.hpp>
 #include <beamlet/core/task.hpp>
@@ -40,7 +40,8 @@
 #include <beamlet/otp/supervisor_stats.hpp>
 #include <beamlet/otp/sys.hpp>
 
-// observe: the logger, metrics, the top view, the HTTP endpoint.
+// observe: the logger, metrics (the runtime's and your own), the top view, the HTTP endpoint.
+#include <beamlet/observe/app_metrics.hpp>
 #include <beamlet/observe/http_endpoint.hpp>
 #include <beamlet/observe/logger.hpp>
 #include <beamlet/observe/metrics.hpp>

@@ -2,6 +2,7 @@
 // that join an Erlang cluster). Including it costs nothing at run time until dist::start.
 #pragma once
 
+#include <beamlet/dist/error.hpp>
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/gen_call.hpp>
 #include <beamlet/dist/node.hpp>

@@ -1,8 +1,9 @@
-// beamlet/mailbox.hpp: moved to <beamlet/core/mailbox.hpp>; this path is deprecated in 0.2 and goes
-// away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the warning.
+// beamlet/mailbox.hpp: moved to <beamlet/core/scoped_process.hpp>; this path is deprecated in 0.2
+// and goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the
+// warning.
 #pragma once
 
 #ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
-#pragma GCC warning "<beamlet/mailbox.hpp> is deprecated: include <beamlet/core/mailbox.hpp>"
+#pragma GCC warning "<beamlet/mailbox.hpp> is deprecated: include <beamlet/core/scoped_process.hpp>"
 #endif
-#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/scoped_process.hpp>

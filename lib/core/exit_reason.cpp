@@ -11,6 +11,61 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+namespace detail {
+
+void append_reason_atom(std::string& out, std::string_view name) {
+  // Bare as Erlang prints it: a lowercase letter, then letters, digits, _ and @.
+  bool bare = !name.empty() && name[0] >= 'a' && name[0] <= 'z';
+  for (char c : name)
+    bare = bare && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '@');
+  if (bare) {
+    out += name;
+    return;
+  }
+  out += '\'';
+  for (char c : name) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += '\'';
+}
+
+void append_reason_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+      case '\\':
+        out += '\\';
+        out += c;
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          const char octal[] = {'\\', static_cast<char>('0' + (u >> 6)),
+                                static_cast<char>('0' + ((u >> 3) & 7)),
+                                static_cast<char>('0' + (u & 7))};
+          out.append(octal, sizeof octal);
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+}  // namespace detail
+
 struct exit_reason::payload {
   std::atomic<std::uint32_t> refs{1};
   std::string detail;

@@ -303,7 +303,7 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   if (p == nullptr) return std::nullopt;
   process_details s;
   s.pid = id;
-  s.mailbox = p->external;
+  s.outside_thread = p->external;
   const queue_reading q = read_queue(p);
   const std::uintptr_t word = q.word;
   const std::size_t undrained = undrained_messages(p, word);
@@ -321,7 +321,7 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   s.parent = p->parent;
   const body_descriptor* body = p->body_type.load(std::memory_order_relaxed);
   if (body != nullptr) s.initial_call = demangled_name(*body->initial_call);
-  if (p->external) s.initial_call = "beamlet::mailbox";
+  if (p->external) s.initial_call = "beamlet::scoped_process";
   const bool self = p == running_proc();
   if (word == inbox_word::closed) {
     s.status = process_status::exiting;
@@ -424,9 +424,9 @@ runtime_stats stats_of(runtime_core& rt) {
   // allocation; every insert no longer in the table has exited. (A process that has exited but
   // is not yet out of the table counts as alive for a moment.)
   const std::uint64_t discarded = rt.discarded.load(std::memory_order_relaxed);
-  const std::uint64_t opened = rt.mailboxes_opened.load(std::memory_order_relaxed);
+  const std::uint64_t opened = rt.scoped_processes_opened.load(std::memory_order_relaxed);
   s.processes = rt.table.size();
-  s.mailboxes = rt.mailboxes.load(std::memory_order_relaxed);
+  s.scoped_processes = rt.scoped_processes.load(std::memory_order_relaxed);
   const std::uint64_t inserted = rt.table.inserted();
   const auto sub = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
   s.spawns = sub(inserted, opened + discarded);

@@ -29,7 +29,7 @@ std::string named_list(runtime_core& rt, const std::vector<pid>& pids);
 inline constexpr std::uint8_t monitor_queue = 1;
 inline constexpr std::uint8_t monitor_schedule = 2;
 
-/// At the end of p's run (or a mailbox's receive), while the long_message_queue alarm is on:
+/// At the end of p's run (or a scoped_process's receive), while the long_message_queue alarm is on:
 /// raises p's alarm once its queue has reached the enable mark, lowers it once the queue is at
 /// the disable mark or below.
 void check_queue_alarm(proc* p) noexcept;

@@ -252,7 +252,7 @@ bool is_alive_in(runtime_core& rt, pid p) noexcept {
   return q != nullptr && q->inbox.load(std::memory_order_acquire) != inbox_word::closed;
 }
 
-clock::time_point now_in(const runtime_core& rt) noexcept {
+clock_time now_in(const runtime_core& rt) noexcept {
   return rt.now();
 }
 
@@ -350,11 +350,11 @@ bool basic_process::trap_exit() const noexcept {
   return p_->trap;
 }
 
-ack_wait basic_process::set_ack_wait(ack_wait mode) noexcept {
+ack_wait_mode basic_process::ack_wait(ack_wait_mode mode) noexcept {
   return std::exchange(p_->ack_mode, mode);
 }
 
-ack_wait basic_process::get_ack_wait() const noexcept {
+ack_wait_mode basic_process::ack_wait() const noexcept {
   return p_->ack_mode;
 }
 

@@ -163,13 +163,13 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   //    in process_count and in the metrics (whose exit totals are derived from the table).
   //    Lookups fail from here on, which is what they would find a moment later anyway.
   //    A mailbox leaves the mailbox count first: shutdown waits until the table holds nothing
-  //    but mailboxes, which must never look true while a process is still alive.
+  //    but scoped processes, which must never look true while a process is still alive.
   count_exit(rt, p->reason);
-  if (p->external) rt.mailboxes.fetch_sub(1, std::memory_order_seq_cst);
+  if (p->external) rt.scoped_processes.fetch_sub(1, std::memory_order_seq_cst);
   rt.table.remove(p->id());
   if (rt.draining.load(std::memory_order_seq_cst)) [[unlikely]] {
     // A shutdown waits for the processes to end: the exit that ends the wait wakes it.
-    if (rt.table.size_seq_cst() <= rt.mailboxes.load(std::memory_order_seq_cst)) {
+    if (rt.table.size_seq_cst() <= rt.scoped_processes.load(std::memory_order_seq_cst)) {
       std::lock_guard lock(rt.drain_mu);
       rt.drain_cv.notify_all();
     }

@@ -288,8 +288,8 @@ void run_process(worker& w, proc* p) {
       case suspend_kind::none:
         // The body awaited something that is not beamlet's: nothing would ever resume it.
         exit_process(p,
-                     exit_reason::error("{bad_await,\"a process may only co_await beamlet "
-                                        "operations and tasks\"}"),
+                     exit_reason::error_tuple(
+                         "bad_await", "a process may only co_await beamlet operations and tasks"),
                      exit_cause::own);
         return;
     }
@@ -302,7 +302,7 @@ bool receive_begin(proc* p, receive_op& op) {
   drain(p, drain_mode::until_kill);
   if (p->exiting) return false;
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
-  const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
+  const bool poll = op.has_timeout && op.timeout <= clock_time::duration::zero();
   if (op.has_timeout && !poll) op.deadline = deadline_after(p->rt()->now(), op.timeout);
   bool done = scan_mailbox(p, op);
   if (!done && p->deferred != nullptr) {

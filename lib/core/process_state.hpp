@@ -1,5 +1,5 @@
-// The internal state of a process (and of an outside-thread mailbox, which is a process without
-// a coroutine).
+// The internal state of a process (and of a scoped_process, an outside thread, which is a process
+// without a coroutine).
 //
 // Who touches what:
 //  * `inbox` is the only field other threads write. It is a lock-free LIFO stack of nodes whose
@@ -107,7 +107,7 @@ struct monitor_entry {
   std::unique_ptr<std::string> name;  ///< set for monitors by name
 };
 
-/// Blocking state of an outside-thread mailbox.
+/// Blocking state of a scoped_process.
 struct external_wait {
   std::mutex mu;
   std::condition_variable cv;
@@ -167,7 +167,7 @@ struct proc {
   bool timer_armed = false;
   bool timeout_fired = false;
   bool external = false;
-  ack_wait ack_mode = ack_wait::scan;
+  ack_wait_mode ack_mode = ack_wait_mode::scan;
   std::uint32_t receive_seq = 0;
   /// The mailbox is bounded (`bound` is set). Immutable after publication and on the line a
   /// send touches anyway, so an unbounded target costs a sender one test of a byte.

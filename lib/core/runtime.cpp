@@ -1,5 +1,5 @@
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -146,12 +146,12 @@ void runtime_core::shutdown() {
   // Wait for them on the exits themselves (each one wakes this thread while `draining` is
   // set), not by polling. The grace period is real time even under a manual_clock: it bounds
   // how long this thread blocks, and nothing would advance a manual clock meanwhile.
-  const auto deadline = deadline_after(clock::now(), options.shutdown_grace);
+  const auto deadline = deadline_after(std::chrono::steady_clock::now(), options.shutdown_grace);
   draining.store(true, std::memory_order_seq_cst);
   {
     std::unique_lock drain_lock(drain_mu);
     drain_cv.wait_until(drain_lock, deadline, [&] {
-      return table.size_seq_cst() <= mailboxes.load(std::memory_order_seq_cst);
+      return table.size_seq_cst() <= scoped_processes.load(std::memory_order_seq_cst);
     });
   }
   draining.store(false, std::memory_order_relaxed);
@@ -230,7 +230,7 @@ void runtime::exit(pid target, const exit_reason& reason) {
 }
 
 std::optional<exit_reason> runtime::wait(pid target, timeout_value timeout) {
-  mailbox me(*this);
+  scoped_process me(*this);
   const ref r = me.monitor(target);
   auto m = me.receive(on<down>().when([r](const down& d) { return d.ref == r; }), after(timeout));
   if (m.timed_out()) {
@@ -258,7 +258,7 @@ std::vector<std::string> runtime::registered() const {
   return core_->names.names();
 }
 
-runtime_clock::time_point runtime::now() const noexcept {
+clock_time runtime::now() const noexcept {
   return core_->now();
 }
 

@@ -1,5 +1,5 @@
-// The runtime's shared state. One per beamlet::runtime; mailboxes hold a reference too, so it
-// outlives a runtime object destroyed before a mailbox (the mailbox then reports `shutdown`).
+// The runtime's shared state. One per beamlet::runtime; scoped processes hold a reference too, so
+// it outlives a runtime object destroyed before a mailbox (the mailbox then reports `shutdown`).
 #pragma once
 
 #include <atomic>
@@ -37,14 +37,14 @@ class runtime_core {
   void retire(proc* p) noexcept;
 
   /// The runtime's time: the steady clock unless runtime_options::clock says otherwise.
-  clock::time_point now() const noexcept {
-    return manual_clock_ ? options.clock->now() : clock::now();
+  clock_time now() const noexcept {
+    return manual_clock_ ? options.clock->now() : std::chrono::steady_clock::now();
   }
 
   /// A reference unique in this program (not just this runtime).
   static std::uint64_t new_ref() noexcept;
 
-  // Shared ownership by the runtime object and by mailboxes.
+  // Shared ownership by the runtime object and by scoped processes.
   void acquire() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -82,9 +82,9 @@ class runtime_core {
     std::atomic<std::int64_t> long_schedule_ns{0};
     std::atomic<std::uint64_t> subscriber{0};
   } monitor;
-  /// Live mailboxes (outside-thread processes in the table), so shutdown knows how many
+  /// Live scoped processes (outside threads in the table), so shutdown knows how many
   /// processes it need not wait for without scanning the table.
-  std::atomic<std::size_t> mailboxes{0};
+  std::atomic<std::size_t> scoped_processes{0};
   /// Set while shutdown waits for the processes to end: each exit then notifies drain_cv
   /// (otherwise an exit pays one load for it). The exit's table removal and this load, and
   /// shutdown's store and its load of the count, are sequentially consistent, so either the
@@ -94,7 +94,7 @@ class runtime_core {
   std::condition_variable drain_cv;
   /// Mailboxes ever opened, and processes allocated but never started (their body's copy
   /// threw): with the table's insert count they give the spawn and exit totals.
-  std::atomic<std::uint64_t> mailboxes_opened{0};
+  std::atomic<std::uint64_t> scoped_processes_opened{0};
   std::atomic<std::uint64_t> discarded{0};
   /// Messages bounded mailboxes refused or dropped (an atomic add: only overload pays it).
   std::atomic<std::uint64_t> messages_dropped{0};
@@ -148,7 +148,7 @@ inline void count(runtime_core& rt, Pick pick, std::uint64_t n = 1) noexcept {
 /// Messages this thread has moved from inboxes into queues (drain), ever. A plain thread-local
 /// add per batch is all a receive pays for the runtime's delivered counter: each worker
 /// publishes its own total into its counter cell between runs (scheduler.cpp), and a mailbox
-/// adds what its receive moved (mailbox.cpp).
+/// adds what its receive moved (scoped_process.cpp).
 inline thread_local std::uint64_t messages_moved = 0;
 
 }  // namespace detail

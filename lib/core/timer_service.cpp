@@ -130,9 +130,9 @@ void timer_service::arm_asio_locked() {
   // Caller holds mu_ and runs on the timer thread (or advances a manual clock). An infinite
   // timer (deadline max) is never due: with only those left, the timer thread sleeps until
   // something else is armed. In virtual time nothing is armed: advance() fires what is due.
-  armed_for_ = clock::time_point::max();
+  armed_for_ = clock_time::max();
   if (rt_.options.clock != nullptr) return;
-  if (heap_.empty() || heap_.front()->deadline == clock::time_point::max()) return;
+  if (heap_.empty() || heap_.front()->deadline == clock_time::max()) return;
   armed_for_ = heap_.front()->deadline;
   impl_->timer.expires_at(armed_for_);
   impl_->timer.async_wait([this](const boost::system::error_code& ec) {
@@ -140,7 +140,7 @@ void timer_service::arm_asio_locked() {
   });
 }
 
-void timer_service::request_rearm(clock::time_point deadline) {
+void timer_service::request_rearm(clock_time deadline) {
   // Caller holds mu_. Only a deadline earlier than the one the timer sleeps for needs the timer
   // thread; later ones are picked up when it next wakes.
   if (deadline >= armed_for_ || stopped_ || rt_.options.clock != nullptr) return;
@@ -234,7 +234,7 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
   return ref(r);
 }
 
-std::optional<clock::duration> timer_service::cancel_send_after(ref r) noexcept {
+std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noexcept {
   send_after_entry* e = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -242,12 +242,12 @@ std::optional<clock::duration> timer_service::cancel_send_after(ref r) noexcept 
     remove_locked(e);
     unlink_target_locked(e);
   }
-  const clock::time_point now = rt_.now();
-  const clock::duration left =
-      e->deadline == clock::time_point::max() ? clock::duration::max() : e->deadline - now;
+  const clock_time now = rt_.now();
+  const clock_time::duration left =
+      e->deadline == clock_time::max() ? clock_time::duration::max() : e->deadline - now;
   destroy_node(e->msg);
   delete e;
-  return left > clock::duration::zero() ? left : clock::duration::zero();
+  return left > clock_time::duration::zero() ? left : clock_time::duration::zero();
 }
 
 void timer_service::cancel_aimed_at(pid target) noexcept {
@@ -289,7 +289,7 @@ void timer_service::on_wake() noexcept {
   std::vector<fired> due;
   {
     std::lock_guard lock(mu_);
-    const clock::time_point now = rt_.now();
+    const clock_time now = rt_.now();
     while (!heap_.empty() && heap_.front()->deadline <= now) {
       timer_entry* e = heap_.front();
       remove_locked(e);

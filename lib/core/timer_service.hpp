@@ -40,7 +40,7 @@ struct timer_entry {
   static constexpr std::uint32_t not_queued = std::numeric_limits<std::uint32_t>::max();
   enum class kind : std::uint8_t { receive_timeout, send_after };
 
-  clock::time_point deadline{};
+  clock_time deadline{};
   pid target;
   std::uint32_t heap_index = not_queued;
   std::uint32_t seq = 0;  ///< receive timeouts: which receive this is for
@@ -68,7 +68,7 @@ class timer_service {
   /// null pid) gets no timer: the message is dropped and the ref cancels nothing.
   ref send_after(pid to, message_node* msg, timeout_value delay);
   /// Time left on a send_after timer, which is cancelled; nullopt if it fired or is unknown.
-  std::optional<clock::duration> cancel_send_after(ref r) noexcept;
+  std::optional<clock_time::duration> cancel_send_after(ref r) noexcept;
   /// Cancels every send_after timer aimed at `target` (it is exiting).
   void cancel_aimed_at(pid target) noexcept;
 
@@ -84,7 +84,7 @@ class timer_service {
   void sift_down(std::uint32_t i) noexcept;
   void place(timer_entry* e, std::uint32_t i) noexcept;
   void on_wake() noexcept;
-  void request_rearm(clock::time_point deadline);
+  void request_rearm(clock_time deadline);
   void arm_asio_locked();
   void link_target_locked(send_after_entry* e);
   void unlink_target_locked(send_after_entry* e) noexcept;
@@ -94,7 +94,7 @@ class timer_service {
   std::vector<timer_entry*> heap_;
   id_table<send_after_entry*> by_ref_;
   id_table<send_after_entry*> by_target_;  // pid serial -> first timer aimed at it
-  clock::time_point armed_for_ = clock::time_point::max();
+  clock_time armed_for_ = clock_time::max();
   bool stopped_ = false;
   std::uint64_t clock_subscription_ = 0;  // with a manual clock
   std::unique_ptr<impl> impl_;

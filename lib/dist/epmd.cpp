@@ -39,7 +39,7 @@ bool start_epmd_daemon(std::uint16_t port) {
 
 net::socket_options plain() {
   net::socket_options o;
-  o.packet = net::framing::raw;
+  o.framing = net::framing::raw;
   return o;
 }
 
@@ -54,9 +54,9 @@ std::uint16_t epmd_port(std::uint16_t configured) {
   return 4369;
 }
 
-task<expected<registration, std::string>> epmd_register(process& self, std::string alive,
-                                                        std::uint16_t port, std::uint16_t epmd,
-                                                        std::chrono::milliseconds timeout) {
+task<expected<registration, std::error_code>> epmd_register(process& self, std::string alive,
+                                                            std::uint16_t port, std::uint16_t epmd,
+                                                            std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   net::tcp_socket s;
   bool started = false;
@@ -69,12 +69,11 @@ task<expected<registration, std::string>> epmd_register(process& self, std::stri
       break;
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      co_return unexpected("epmd on port " + std::to_string(epmd) + ": " + c.error().message());
+      co_return unexpected(std::error_code(dist_errc::epmd_unreachable));
     if (!started) {
       started = true;
       if (!start_epmd_daemon(epmd))
-        co_return unexpected("no epmd on port " + std::to_string(epmd) +
-                             " and `epmd -daemon` could not be started");
+        co_return unexpected(std::error_code(dist_errc::epmd_unreachable));
     }
     co_await self.sleep(std::chrono::milliseconds(50));
   }
@@ -89,26 +88,29 @@ task<expected<registration, std::string>> epmd_register(process& self, std::stri
   req += alive;
   put16(req, 0);  // no extra
   const std::string packet = frame2(req);
+  // A read that fails past the deadline timed out; one before it found the connection closed.
+  const auto failed = [&] {
+    return std::error_code(std::chrono::steady_clock::now() >= deadline ? dist_errc::timed_out
+                                                                        : dist_errc::epmd_protocol);
+  };
   auto sent = co_await net::send(self, s, packet);
-  if (!sent) co_return unexpected("epmd: " + sent.error().message());
+  if (!sent) co_return unexpected(std::error_code(dist_errc::epmd_protocol));
   stream_reader in(deadline);
   auto head = co_await in.exactly(self, s, 2);
-  if (!head) co_return unexpected("epmd: no answer (" + head.error() + ")");
+  if (!head) co_return unexpected(failed());
   const auto tag = static_cast<std::uint8_t>((*head)[0]);
   const auto result = static_cast<std::uint8_t>((*head)[1]);
   if ((tag != alive2_x_resp && tag != alive2_resp))
-    co_return unexpected("epmd: unexpected answer " + std::to_string(tag));
-  if (result != 0)
-    co_return unexpected("epmd refused the name '" + alive + "' (taken?), result " +
-                         std::to_string(result));
+    co_return unexpected(std::error_code(dist_errc::epmd_protocol));
+  if (result != 0) co_return unexpected(std::error_code(dist_errc::epmd_refused));
   registration r;
   if (tag == alive2_x_resp) {
     auto c = co_await in.exactly(self, s, 4);
-    if (!c) co_return unexpected("epmd: " + c.error());
+    if (!c) co_return unexpected(failed());
     r.creation = get32(c->data());
   } else {
     auto c = co_await in.exactly(self, s, 2);
-    if (!c) co_return unexpected("epmd: " + c.error());
+    if (!c) co_return unexpected(failed());
     r.creation = get16(c->data());
   }
   r.socket = std::move(s);

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <system_error>
 
 #include <beamlet/core/expected.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/task.hpp>
+#include <beamlet/dist/error.hpp>
 #include <beamlet/net/tcp.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
@@ -25,10 +27,10 @@ struct registration {
 std::uint16_t epmd_port(std::uint16_t configured);
 
 /// Publishes `alive` at `port` with the epmd on this host, starting `epmd -daemon` if none
-/// answers.
-task<expected<registration, std::string>> epmd_register(process& self, std::string alive,
-                                                        std::uint16_t port, std::uint16_t epmd,
-                                                        std::chrono::milliseconds timeout);
+/// answers. Errors are dist_errc (what dist::start returns).
+task<expected<registration, std::error_code>> epmd_register(process& self, std::string alive,
+                                                            std::uint16_t port, std::uint16_t epmd,
+                                                            std::chrono::milliseconds timeout);
 /// The port `alive` listens on at `host`.
 task<expected<std::uint16_t, std::string>> epmd_lookup(process& self, std::string host,
                                                        std::string alive, std::uint16_t epmd,

@@ -1,6 +1,6 @@
 // Starting and stopping a node, its kernel process, and its table of connections.
 #include <beamlet/core/detail/core.hpp>
-#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist/node.hpp>
 
 #include <unistd.h>
@@ -183,9 +183,9 @@ std::string host_name(bool long_names) {
   return h;
 }
 
-expected<std::string, std::string> default_cookie() {
+expected<std::string, std::error_code> default_cookie() {
   const char* home = std::getenv("HOME");
-  if (home == nullptr) return unexpected(std::string("no cookie given and no $HOME"));
+  if (home == nullptr) return unexpected(std::error_code(dist_errc::no_cookie));
   const std::string path = std::string(home) + "/.erlang.cookie";
   std::ifstream in(path);
   std::string c;
@@ -194,7 +194,7 @@ expected<std::string, std::string> default_cookie() {
   std::random_device rd;
   for (int i = 0; i < 20; ++i) c.push_back(static_cast<char>('A' + rd() % 26));
   std::ofstream out(path);
-  if (!out) return unexpected("cannot create " + path);
+  if (!out) return unexpected(std::error_code(dist_errc::no_cookie));
   out << c;
   out.close();
   ::chmod(path.c_str(), 0400);
@@ -210,38 +210,36 @@ bool valid_alive(std::string_view a) {
 
 }  // namespace
 
-expected<node_info, std::string> start(runtime& rt, node_options opts) {
+expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
   auto& st = extension<detail::node_state>(rt);
-  if (st.running()) return unexpected(std::string("distribution is already started"));
+  if (st.running()) return unexpected(std::error_code(dist_errc::already_started));
   std::string name = opts.name;
   if (name.find('@') == std::string::npos) name += "@" + host_name(opts.long_names);
   const auto at = name.find('@');
   if (!valid_alive(name.substr(0, at)) || at + 1 >= name.size())
-    return unexpected("not a node name: '" + opts.name + "'");
+    return unexpected(std::error_code(dist_errc::bad_name));
   const bool has_dot = name.find('.', at) != std::string::npos;
   if (opts.long_names != has_dot && name.substr(at + 1) != "localhost")
-    return unexpected("'" + name + "' is not a " + (opts.long_names ? "long" : "short") + " name");
+    return unexpected(std::error_code(dist_errc::bad_name));
   if (opts.cookie.empty()) {
     auto c = default_cookie();
     if (!c) return unexpected(c.error());
     opts.cookie = *c;
   }
-  if (!opts.use_epmd && opts.port == 0)
-    return unexpected(std::string("without epmd a fixed listen port is needed"));
+  if (!opts.use_epmd && opts.port == 0) return unexpected(std::error_code(dist_errc::bad_options));
   if (opts.net_ticktime.count() <= 0 || opts.handshake_timeout.count() <= 0)
-    return unexpected(std::string("net_ticktime and handshake_timeout must be positive"));
+    return unexpected(std::error_code(dist_errc::bad_options));
   net::listen_options lo;
   lo.address = opts.listen_address;
   lo.port = opts.port;
   auto l = net::listen(rt, lo);
-  if (!l)
-    return unexpected("listen on port " + std::to_string(opts.port) + ": " + l.error().message());
+  if (!l) return unexpected(l.error());
   st.opts = opts;
   st.cookie = opts.cookie;
   st.port = l->port();
   st.self.name = name;
   st.listener = *l;
-  mailbox me(rt);
+  scoped_process me(rt);
   detail::node_state* sp = &st;
   const pid starter = me.self();
   net::tcp_listener listener = *l;
@@ -253,7 +251,7 @@ expected<node_info, std::string> start(runtime& rt, node_options opts) {
   if (!ready || ready.get<detail::kernel_ready>().creation == 0) {
     l->close();
     return unexpected(ready ? ready.get<detail::kernel_ready>().error
-                            : std::string("epmd registration timed out"));
+                            : std::error_code(dist_errc::timed_out));
   }
   st.self.creation = ready.get<detail::kernel_ready>().creation;
   st.rex = me.spawn([sp](process& p) { return detail::rex_body(p, *sp); });

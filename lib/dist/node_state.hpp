@@ -192,7 +192,7 @@ task<> group_leader_body(process& self, node_state& node);
 /// failure); start() answers with kernel_go.
 struct kernel_ready {
   std::uint32_t creation = 0;
-  std::string error;
+  std::error_code error;
 };
 struct kernel_go {};
 

@@ -125,14 +125,14 @@ class listener_body {
     rt_ = ::beamlet::detail::runtime_of(self);
     auto l = listen(self, shared_->opts.listen);
     if (!l) {
-      std::string term = "{listen_error,\"" + l.error().message() + "\"}";
-      st.ack(self, start_result::error(exit_reason::error(std::move(term))));
+      st.ack(self,
+             start_result::error(exit_reason::error_tuple("listen_error", l.error().message())));
       co_return;
     }
     if (!extension<pool_registry>(self).add(shared_)) {
       l->close();
-      st.ack(self, start_result::error(
-                       exit_reason::error("{already_started,\"" + shared_->opts.name + "\"}")));
+      st.ack(self,
+             start_result::error(exit_reason::error_tuple("already_started", shared_->opts.name)));
       co_return;
     }
     {

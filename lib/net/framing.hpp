@@ -1,4 +1,4 @@
-// Cutting a received byte stream into packets (socket_options::packet). I/O thread only.
+// Cutting a received byte stream into packets (socket_options::framing). I/O thread only.
 //
 // Memory follows the bytes that have arrived, never the bytes a header announces: a frame's
 // buffer grows as its bytes come (each step asks for at most double what is held and never

@@ -26,7 +26,7 @@ socket_state::socket_state(io_engine& e, tcp::socket s, const socket_options& o,
       opts(o),
       owner(first_owner.serial()),
       sock(std::move(s)),
-      in_(o.packet, o.max_packet),
+      in_(o.framing, o.max_packet),
       active_(o.active) {
   boost::system::error_code ec;
   const auto l = sock.local_endpoint(ec);
@@ -153,7 +153,7 @@ void socket_state::deliver_ready() {
 void socket_state::read_more() {
   if (reading_ || fd_closed_ || eof_ || error_ || !ready_.empty() || !wants_packets()) return;
   const std::size_t cap =
-      opts.packet == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk;
+      opts.framing == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk;
   try {
     if (buf_.empty()) buf_.resize(std::min(cap, first_read));
   } catch (const std::bad_alloc&) {
@@ -206,7 +206,7 @@ void socket_state::on_read(const boost::system::error_code& ec, std::size_t n) {
     // Packets completed before a framing error are still delivered, then the error.
     if (const std::error_code bad = in_.feed(buf_.data(), n, ready_)) fail(bad);
     const std::size_t cap =
-        opts.packet == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk;
+        opts.framing == framing::raw ? std::min(opts.max_packet, read_chunk) : read_chunk;
     if (n == buf_.size() && buf_.size() < cap) buf_.resize(std::min(cap, buf_.size() * 2));
   } catch (const std::bad_alloc&) {
     // This socket's frame could not be held: it fails, and only it.

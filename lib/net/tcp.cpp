@@ -55,13 +55,13 @@ bool owned_by(const socket_state& st, const basic_process& self) noexcept {
 std::error_code check(const socket_options& o) {
   constexpr std::size_t gib = std::size_t{1} << 30;
   if (o.max_packet == 0 || o.max_packet > gib) return net_errc::bad_options;
-  if (o.packet == framing::prefix1 && o.max_packet > 0xFF) return net_errc::bad_options;
-  if (o.packet == framing::prefix2 && o.max_packet > 0xFFFF) return net_errc::bad_options;
+  if (o.framing == framing::prefix1 && o.max_packet > 0xFF) return net_errc::bad_options;
+  if (o.framing == framing::prefix2 && o.max_packet > 0xFFFF) return net_errc::bad_options;
   if (o.send_queue_limit == 0 || o.send_queue_limit > gib) return net_errc::bad_options;
   if (o.active.mode() == active_mode::kind::n && (o.active.count() < 1 || o.active.count() > 32767))
     return net_errc::bad_options;
   if (o.on_full != send_full::wait && o.on_full != send_full::error) return net_errc::bad_options;
-  if (static_cast<unsigned>(o.packet) > static_cast<unsigned>(framing::line))
+  if (static_cast<unsigned>(o.framing) > static_cast<unsigned>(framing::line))
     return net_errc::bad_options;
   if (o.idle_timeout.finite() && o.idle_timeout.duration().count() <= 0)
     return net_errc::bad_options;
@@ -273,7 +273,7 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
   if (!st->writable.load(std::memory_order_acquire)) co_return failure(st->write_error());
   std::string header;
   if (const std::error_code bad =
-          detail::frame_header(st->opts.packet, data.size(), st->opts.max_packet, header))
+          detail::frame_header(st->opts.framing, data.size(), st->opts.max_packet, header))
     co_return failure(bad);
   const std::size_t n = header.size() + data.size();
   std::size_t q = st->queued.load(std::memory_order_acquire);

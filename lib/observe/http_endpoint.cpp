@@ -169,8 +169,8 @@ class endpoint_child {
     s->handler.store(self.self().serial(), std::memory_order_release);
     if (!s->opts.name.empty()) {
       if (const std::error_code ec = self.register_name(s->opts.name)) {
-        st.ack(self, start_result::error(
-                         exit_reason::error("{already_registered,\"" + s->opts.name + "\"}")));
+        st.ack(self,
+               start_result::error(exit_reason::error_tuple("already_registered", s->opts.name)));
         co_return;
       }
     }
@@ -209,29 +209,29 @@ void check(const http_endpoint_options& o) {
 // -- state
 // ------------------------------------------------------------------------------------------
 
-void http_endpoint::state::listen() {
-  // Error codes, not Boost's exceptions: what escapes is a std::system_error, as documented.
-  auto fail = [](const char* what, const boost::system::error_code& ec) {
-    throw std::system_error(std::error_code(ec.value(), std::system_category()),
-                            std::string("beamlet::http_endpoint: ") + what);
+std::error_code http_endpoint::state::listen() {
+  // Boost's codes here are the operating system's (errno values): hand them on as such.
+  const auto os = [](const boost::system::error_code& ec) {
+    return std::error_code(ec.value(), std::system_category());
   };
   boost::system::error_code ec;
   const auto address = net::ip::make_address(opts.address, ec);
-  if (ec) fail("bad address", ec);
+  if (ec) return os(ec);
   const tcp::endpoint ep(address, opts.port);
   // Close-on-exec from the start (beamlet/core/detail/socket_fd.hpp).
   const int fd = ::beamlet::detail::open_tcp_socket(ep.protocol().family());
-  if (fd < 0) fail("socket", boost::system::error_code(errno, boost::system::system_category()));
+  if (fd < 0) return std::error_code(errno, std::system_category());
   if (acceptor.assign(ep.protocol(), fd, ec); ec) {
     ::close(fd);
-    fail("socket", ec);
+    return os(ec);
   }
-  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) fail("setsockopt", ec);
-  if (acceptor.bind(ep, ec); ec) fail("bind", ec);
-  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) fail("listen", ec);
+  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) return os(ec);
+  if (acceptor.bind(ep, ec); ec) return os(ec);
+  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return os(ec);
   const auto local = acceptor.local_endpoint(ec);
-  if (ec) fail("getsockname", ec);
+  if (ec) return os(ec);
   port = local.port();
+  return {};
 }
 
 void http_endpoint::state::start_thread(const std::shared_ptr<state>& self) {
@@ -284,12 +284,13 @@ void http_endpoint::state::shut_down() noexcept {
 
 // -- the handle -----------------------------------------------------------------------------------
 
-http_endpoint http_endpoint::start(runtime& rt, http_endpoint_options opts) {
+expected<http_endpoint, std::error_code> http_endpoint::start(runtime& rt,
+                                                              http_endpoint_options opts) {
   check(opts);
   auto st = std::make_shared<state>(std::move(opts));
   st->rt = &rt;
   st->core = &rt.core();
-  st->listen();  // throws std::system_error
+  if (const std::error_code ec = st->listen()) return unexpected(ec);
   const pid p = rt.spawn(endpoint_body(st));
   st->handler.store(p.serial(), std::memory_order_release);
   extension<endpoint_registry>(rt).add(p, st);
@@ -360,18 +361,8 @@ start_function http_endpoint_start(http_endpoint_options opts) {
   return start_function([opts](process& sup) -> task<start_result> {
            auto st = std::make_shared<http_endpoint::state>(opts);
            st->core = detail::runtime_of(sup);
-           std::optional<std::string> failed;
-           try {
-             st->listen();
-           } catch (const std::system_error& e) {
-             failed = e.what();
-           }
-           if (failed) {
-             std::string term = "{listen_error,\"";
-             term += *failed;
-             term += "\"}";
-             co_return start_result::error(exit_reason::error(std::move(term)));
-           }
+           if (const std::error_code ec = st->listen())
+             co_return start_result::error(exit_reason::error_tuple("listen_error", ec.message()));
            endpoint_child body(std::move(st));  // a named local: see docs/gcc12-coroutines.md
            co_return co_await start_link(sup, std::move(body));
          })

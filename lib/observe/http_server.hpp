@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -68,7 +69,8 @@ struct http_endpoint::state {
   bool ended = false;
   std::thread thread;
 
-  void listen();
+  /// Binds and listens; the operating system's error if it cannot.
+  std::error_code listen();
   void start_thread(const std::shared_ptr<state>& self);
   void accept(const std::shared_ptr<state>& self);
   /// From the process's body destructor: closes everything, joins the thread.

@@ -15,6 +15,8 @@
 #include <beamlet/observe/logger.hpp>
 #include <beamlet/otp/supervisor_stats.hpp>
 
+#include "app_metrics_render.hpp"
+
 BEAMLET_BEGIN_NAMESPACE
 
 namespace {
@@ -47,10 +49,10 @@ namespace {
 std::string render(detail::runtime_core& core, const metrics_options& opts) {
   const detail::runtime_stats s = detail::stats_of(core);
   metrics_writer w;
-  w.family("processes", "gauge", "Processes alive, mailboxes included.");
+  w.family("processes", "gauge", "Processes alive, scoped processes included.");
   w.sample("processes", s.processes);
-  w.family("mailboxes", "gauge", "Open mailboxes (outside threads' identities).");
-  w.sample("mailboxes", s.mailboxes);
+  w.family("scoped_processes", "gauge", "Open scoped processes (outside threads' identities).");
+  w.sample("scoped_processes", s.scoped_processes);
   w.family("spawns_total", "counter", "Processes spawned.");
   w.sample("spawns_total", s.spawns);
   w.family("exits_total", "counter", "Processes ended, by class of exit reason.");
@@ -124,7 +126,9 @@ std::string render(detail::runtime_core& core, const metrics_options& opts) {
     for (const auto& [key, c] : reg.collectors) extra.push_back(c);
   }
   for (const auto& c : extra) (*c)(w);
-  return w.take();
+  std::string out = w.take();
+  detail::render_app_metrics(core, out);
+  return out;
 }
 }  // namespace
 

@@ -103,7 +103,7 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
  public:
   using initial_call = beamlet::dynamic_supervisor;  // what process_info and reports call it
 
-  dynamic_supervisor_server(dynamic_supervisor_init_fn init, ack_wait wait, bool priority)
+  dynamic_supervisor_server(dynamic_supervisor_init_fn init, ack_wait_mode wait, bool priority)
       : init_fn_(std::move(init)), wait_(wait), priority_(priority) {}
 
   gen::init_result init();
@@ -128,7 +128,7 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
   std::optional<sup_errc> refuse_start();
 
   dynamic_supervisor_init_fn init_fn_;
-  ack_wait wait_;
+  ack_wait_mode wait_;
   bool priority_;
   std::optional<token_bucket> start_bucket_;
   dynamic_supervisor_flags flags_;
@@ -441,7 +441,7 @@ task<start_result> dynamic_supervisor::start_link(process& self, supervisor_opti
   co_return co_await start_link(self, opts, std::move(init));
 }
 
-start_result dynamic_supervisor::start_link(mailbox& me, supervisor_options opts,
+start_result dynamic_supervisor::start_link(scoped_process& me, supervisor_options opts,
                                             const dynamic_supervisor_flags& flags) {
   dynamic_supervisor_init_fn init = [flags]() { return dynamic_supervisor_init(flags); };
   return dynamic_supervisor_server::start_link(
@@ -489,29 +489,31 @@ task<> dynamic_supervisor::stop(process& self, dynamic_supervisor_ref sup, exit_
   co_await beamlet::stop(self, sup, std::move(reason), timeout);
 }
 
-sup_result<start_result> dynamic_supervisor::start_child(mailbox& me, dynamic_supervisor_ref sup,
+sup_result<start_result> dynamic_supervisor::start_child(scoped_process& me,
+                                                         dynamic_supervisor_ref sup,
                                                          child_spec spec, timeout_value timeout) {
   if (auto e = detail::check_dynamic_spec(spec))
     return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
   return detail::sup_call(me, sup, detail::dyn_start_child{std::move(spec)}, timeout);
 }
 
-sup_result<void> dynamic_supervisor::terminate_child(mailbox& me, dynamic_supervisor_ref sup,
+sup_result<void> dynamic_supervisor::terminate_child(scoped_process& me, dynamic_supervisor_ref sup,
                                                      pid child, timeout_value timeout) {
   return detail::sup_call(me, sup, detail::dyn_terminate_child{child}, timeout, true);
 }
 
-std::vector<child_info> dynamic_supervisor::which_children(mailbox& me, dynamic_supervisor_ref sup,
+std::vector<child_info> dynamic_supervisor::which_children(scoped_process& me,
+                                                           dynamic_supervisor_ref sup,
                                                            timeout_value timeout) {
   return call(me, sup, detail::dyn_which_children{}, priority, timeout);
 }
 
-child_counts dynamic_supervisor::count_children(mailbox& me, dynamic_supervisor_ref sup,
+child_counts dynamic_supervisor::count_children(scoped_process& me, dynamic_supervisor_ref sup,
                                                 timeout_value timeout) {
   return call(me, sup, detail::dyn_count_children{}, priority, timeout);
 }
 
-void dynamic_supervisor::stop(mailbox& me, dynamic_supervisor_ref sup, exit_reason reason,
+void dynamic_supervisor::stop(scoped_process& me, dynamic_supervisor_ref sup, exit_reason reason,
                               timeout_value timeout) {
   beamlet::stop(me, sup, std::move(reason), timeout);
 }
@@ -525,12 +527,13 @@ bool dynamic_supervisor::set_shedding(basic_process& self, pid sup, shedding mod
 }
 
 start_function dynamic_supervisor_start(dynamic_supervisor_flags flags, supervisor_options opts) {
-  return [flags = std::move(flags), name = std::string(opts.name), timeout = opts.timeout,
-          wait = opts.wait, mailbox = opts.mailbox,
-          prio = opts.priority](process& sup) -> task<start_result> {
-    const supervisor_options o{name, timeout, wait, mailbox, prio};
-    co_return co_await dynamic_supervisor::start_link(sup, o, flags);
-  };
+  return start_function([flags = std::move(flags), name = std::string(opts.name),
+                         timeout = opts.timeout, wait = opts.wait, mailbox = opts.mailbox,
+                         prio = opts.priority](process& sup) -> task<start_result> {
+           const supervisor_options o{name, timeout, wait, mailbox, prio};
+           co_return co_await dynamic_supervisor::start_link(sup, o, flags);
+         })
+      .of_type(child_type::supervisor);
 }
 
 BEAMLET_END_NAMESPACE

@@ -158,7 +158,7 @@ task<start_result> partition_supervisor::start_link(process& self,
   co_return co_await supervisor::start_link(self, so, f, std::move(*children));
 }
 
-start_result partition_supervisor::start_link(mailbox& me,
+start_result partition_supervisor::start_link(scoped_process& me,
                                               const partition_supervisor_options& opts) {
   auto children = detail::partition_children(opts, *detail::runtime_of(me));
   if (!children) return start_result::error(children.error());
@@ -225,17 +225,17 @@ task<> partition_supervisor::stop(process& self, supervisor_ref sup, exit_reason
   extension<detail::partition_tables>(self).erase(p);
 }
 
-std::vector<child_info> partition_supervisor::which_children(mailbox& me, supervisor_ref sup,
+std::vector<child_info> partition_supervisor::which_children(scoped_process& me, supervisor_ref sup,
                                                              timeout_value timeout) {
   return supervisor::which_children(me, std::move(sup), timeout);
 }
 
-child_counts partition_supervisor::count_children(mailbox& me, supervisor_ref sup,
+child_counts partition_supervisor::count_children(scoped_process& me, supervisor_ref sup,
                                                   timeout_value timeout) {
   return supervisor::count_children(me, std::move(sup), timeout);
 }
 
-void partition_supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason,
+void partition_supervisor::stop(scoped_process& me, supervisor_ref sup, exit_reason reason,
                                 timeout_value timeout) {
   const pid p = detail::resolve_server(me, sup);
   supervisor::stop(me, std::move(sup), std::move(reason), timeout);
@@ -243,9 +243,10 @@ void partition_supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason rea
 }
 
 start_function partition_supervisor_start(partition_supervisor_options opts) {
-  return [opts = std::move(opts)](process& sup) -> task<start_result> {
-    co_return co_await partition_supervisor::start_link(sup, opts);
-  };
+  return start_function([opts = std::move(opts)](process& sup) -> task<start_result> {
+           co_return co_await partition_supervisor::start_link(sup, opts);
+         })
+      .of_type(child_type::supervisor);
 }
 
 BEAMLET_END_NAMESPACE

@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process_info.hpp>
 #include <beamlet/core/receive.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/otp/supervisor.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
@@ -131,7 +131,7 @@ run_outcome run_until_signal(runtime& rt, pid top, const run_options& opts) {
   }  // a post left over from an earlier call
   caught_number.store(0);
 
-  mailbox me(rt);
+  scoped_process me(rt);
   const ref watch = me.monitor(top);
   const auto is_top = [watch](const down& d) { return d.ref == watch; };
   run_outcome out;

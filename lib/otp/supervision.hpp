@@ -60,7 +60,7 @@ task<reply_of_t<Req>> sup_call(process& self, server_ref<S> sup, Req req, timeou
 }
 /// The same from an outside thread's mailbox.
 template <class S, class Req>
-reply_of_t<Req> sup_call(mailbox& me, server_ref<S> sup, Req req, timeout_value timeout,
+reply_of_t<Req> sup_call(scoped_process& me, server_ref<S> sup, Req req, timeout_value timeout,
                          bool prio = false) {
   try {
     if (prio) return call(me, sup, req, priority, timeout);
@@ -115,10 +115,10 @@ class restart_window {
 /// that ends the start (ignore; stop with {bad_return, {Module, init, undefined}}; stop with the
 /// reason `check(value)` gives, e.g. {supervisor_data, E}), or nullopt to go on.
 template <class Value, class Init, class Check>
-std::optional<gen::init_result> begin_init(process& self, ack_wait wait, const Init& init,
+std::optional<gen::init_result> begin_init(process& self, ack_wait_mode wait, const Init& init,
                                            std::string_view module, Value& value, Check check) {
   self.trap_exit(true);
-  self.set_ack_wait(wait);
+  self.ack_wait(wait);
   value = init();
   if (value.is_ignore()) return gen::init_result(gen::ignore());
   if (!value.is_ok())

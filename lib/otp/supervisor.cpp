@@ -72,7 +72,7 @@ class supervisor_server : public gen_server<supervisor_server> {
  public:
   using initial_call = beamlet::supervisor;  // what process_info and reports call it
 
-  supervisor_server(supervisor_init_fn init, ack_wait wait, bool priority)
+  supervisor_server(supervisor_init_fn init, ack_wait_mode wait, bool priority)
       : init_fn_(std::move(init)), wait_(wait), priority_(priority) {}
 
   task<gen::init_result> init();
@@ -116,7 +116,7 @@ class supervisor_server : public gen_server<supervisor_server> {
   }
 
   supervisor_init_fn init_fn_;
-  ack_wait wait_;
+  ack_wait_mode wait_;
   bool priority_;
 
   supervisor_flags flags_;
@@ -477,7 +477,8 @@ task<start_result> supervisor::start_link(process& self, supervisor_options opts
   co_return co_await start_link(self, opts, std::move(init));
 }
 
-start_result supervisor::start_link(mailbox& me, supervisor_options opts, supervisor_init_fn init) {
+start_result supervisor::start_link(scoped_process& me, supervisor_options opts,
+                                    supervisor_init_fn init) {
   return supervisor_server::start_link(
       me, server_options{opts.name, opts.timeout, std::nullopt, opts.mailbox}, std::move(init),
       opts.wait, opts.priority);
@@ -536,51 +537,55 @@ task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
   co_await beamlet::stop(self, sup, std::move(reason), timeout);
 }
 
-sup_result<start_result> supervisor::start_child(mailbox& me, supervisor_ref sup, child_spec spec,
-                                                 timeout_value timeout) {
+sup_result<start_result> supervisor::start_child(scoped_process& me, supervisor_ref sup,
+                                                 child_spec spec, timeout_value timeout) {
   return detail::sup_call(me, sup, detail::start_child_req{std::move(spec)}, timeout);
 }
 
-sup_result<void> supervisor::terminate_child(mailbox& me, supervisor_ref sup, std::string id,
+sup_result<void> supervisor::terminate_child(scoped_process& me, supervisor_ref sup, std::string id,
                                              timeout_value timeout) {
   return detail::sup_call(me, sup, detail::terminate_child_req{std::move(id)}, timeout, true);
 }
 
-sup_result<start_result> supervisor::restart_child(mailbox& me, supervisor_ref sup, std::string id,
-                                                   timeout_value timeout) {
+sup_result<start_result> supervisor::restart_child(scoped_process& me, supervisor_ref sup,
+                                                   std::string id, timeout_value timeout) {
   return detail::sup_call(me, sup, detail::restart_child_req{std::move(id)}, timeout);
 }
 
-sup_result<void> supervisor::delete_child(mailbox& me, supervisor_ref sup, std::string id,
+sup_result<void> supervisor::delete_child(scoped_process& me, supervisor_ref sup, std::string id,
                                           timeout_value timeout) {
   return detail::sup_call(me, sup, detail::delete_child_req{std::move(id)}, timeout);
 }
 
-std::vector<child_info> supervisor::which_children(mailbox& me, supervisor_ref sup,
+std::vector<child_info> supervisor::which_children(scoped_process& me, supervisor_ref sup,
                                                    timeout_value timeout) {
   return call(me, sup, detail::which_children_req{}, priority, timeout);
 }
 
-child_counts supervisor::count_children(mailbox& me, supervisor_ref sup, timeout_value timeout) {
+child_counts supervisor::count_children(scoped_process& me, supervisor_ref sup,
+                                        timeout_value timeout) {
   return call(me, sup, detail::count_children_req{}, priority, timeout);
 }
 
-sup_result<child_spec> supervisor::get_childspec(mailbox& me, supervisor_ref sup, std::string id,
-                                                 timeout_value timeout) {
+sup_result<child_spec> supervisor::get_childspec(scoped_process& me, supervisor_ref sup,
+                                                 std::string id, timeout_value timeout) {
   return detail::sup_call(me, sup, detail::get_childspec_req{std::move(id)}, timeout);
 }
 
-void supervisor::stop(mailbox& me, supervisor_ref sup, exit_reason reason, timeout_value timeout) {
+void supervisor::stop(scoped_process& me, supervisor_ref sup, exit_reason reason,
+                      timeout_value timeout) {
   beamlet::stop(me, sup, std::move(reason), timeout);
 }
 
 start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,
                                 supervisor_options opts) {
-  return [flags, children, name = std::string(opts.name), timeout = opts.timeout, wait = opts.wait,
-          mailbox = opts.mailbox, prio = opts.priority](process& sup) -> task<start_result> {
-    const supervisor_options o{name, timeout, wait, mailbox, prio};
-    co_return co_await supervisor::start_link(sup, o, flags, children);
-  };
+  return start_function([flags, children, name = std::string(opts.name), timeout = opts.timeout,
+                         wait = opts.wait, mailbox = opts.mailbox,
+                         prio = opts.priority](process& sup) -> task<start_result> {
+           const supervisor_options o{name, timeout, wait, mailbox, prio};
+           co_return co_await supervisor::start_link(sup, o, flags, children);
+         })
+      .of_type(child_type::supervisor);
 }
 
 BEAMLET_END_NAMESPACE

@@ -13,7 +13,7 @@ task<R> ask(process& self, server_ref<void> server, op o, const char* what, time
   co_return co_await detail::sys_protocol<R>(self, std::move(server), detail::sys_op(o), what, t);
 }
 template <class R>
-R ask(mailbox& me, server_ref<void> server, op o, const char* what, timeout_value t) {
+R ask(scoped_process& me, server_ref<void> server, op o, const char* what, timeout_value t) {
   return detail::run_to_completion(
       detail::sys_protocol<R>(me, std::move(server), detail::sys_op(o), what, t));
 }
@@ -23,21 +23,21 @@ task<server_status> get_status(process& self, server_ref<void> server, timeout_v
   co_return co_await ask<server_status>(self, std::move(server), op::get_status, "sys:get_status",
                                         timeout);
 }
-server_status get_status(mailbox& me, server_ref<void> server, timeout_value timeout) {
+server_status get_status(scoped_process& me, server_ref<void> server, timeout_value timeout) {
   return ask<server_status>(me, std::move(server), op::get_status, "sys:get_status", timeout);
 }
 
 task<> suspend(process& self, server_ref<void> server, timeout_value timeout) {
   co_await ask<void>(self, std::move(server), op::suspend, "sys:suspend", timeout);
 }
-void suspend(mailbox& me, server_ref<void> server, timeout_value timeout) {
+void suspend(scoped_process& me, server_ref<void> server, timeout_value timeout) {
   ask<void>(me, std::move(server), op::suspend, "sys:suspend", timeout);
 }
 
 task<> resume(process& self, server_ref<void> server, timeout_value timeout) {
   co_await ask<void>(self, std::move(server), op::resume, "sys:resume", timeout);
 }
-void resume(mailbox& me, server_ref<void> server, timeout_value timeout) {
+void resume(scoped_process& me, server_ref<void> server, timeout_value timeout) {
   ask<void>(me, std::move(server), op::resume, "sys:resume", timeout);
 }
 
@@ -45,7 +45,7 @@ task<> trace(process& self, server_ref<void> server, bool on, timeout_value time
   co_await ask<void>(self, std::move(server), on ? op::trace_on : op::trace_off, "sys:trace",
                      timeout);
 }
-void trace(mailbox& me, server_ref<void> server, bool on, timeout_value timeout) {
+void trace(scoped_process& me, server_ref<void> server, bool on, timeout_value timeout) {
   ask<void>(me, std::move(server), on ? op::trace_on : op::trace_off, "sys:trace", timeout);
 }
 
@@ -53,7 +53,7 @@ task<> statistics(process& self, server_ref<void> server, bool on, timeout_value
   co_await ask<void>(self, std::move(server), on ? op::statistics_on : op::statistics_off,
                      "sys:statistics", timeout);
 }
-void statistics(mailbox& me, server_ref<void> server, bool on, timeout_value timeout) {
+void statistics(scoped_process& me, server_ref<void> server, bool on, timeout_value timeout) {
   ask<void>(me, std::move(server), on ? op::statistics_on : op::statistics_off, "sys:statistics",
             timeout);
 }
@@ -63,7 +63,7 @@ task<std::optional<server_statistics>> get_statistics(process& self, server_ref<
   co_return co_await ask<std::optional<server_statistics>>(
       self, std::move(server), op::statistics_get, "sys:statistics", timeout);
 }
-std::optional<server_statistics> get_statistics(mailbox& me, server_ref<void> server,
+std::optional<server_statistics> get_statistics(scoped_process& me, server_ref<void> server,
                                                 timeout_value timeout) {
   return ask<std::optional<server_statistics>>(me, std::move(server), op::statistics_get,
                                                "sys:statistics", timeout);

@@ -3,8 +3,8 @@
 // It registers `echo`, a process that answers {From, X} with {echoed, X, EchoPid}, forwards
 // {relay, To, Msg} as Msg to To, links to P on {link, P}, and ends with Reason on
 // {die, Reason}. It exits when `echo` ends or after `seconds` (default 60).
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <cstdio>
@@ -30,10 +30,10 @@ int main(int argc, char** argv) {
   if (argc > 4) o.net_ticktime = std::chrono::milliseconds(std::atoi(argv[4]));
   auto n = dist::start(rt, o);
   if (!n) {
-    std::fprintf(stderr, "dist_peer: %s\n", n.error().c_str());
+    std::fprintf(stderr, "dist_peer: %s\n", n.error().message().c_str());
     return 1;
   }
-  mailbox me(rt);
+  scoped_process me(rt);
   const auto echo = me.spawn_monitor([](process& self) -> task<> {
     (void)self.register_name("echo");
     self.trap_exit(true);

@@ -11,9 +11,9 @@
 
 #include <boost/beast/http.hpp>
 
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/observe/http_endpoint.hpp>
 #include <beamlet/otp/supervisor.hpp>
 
@@ -26,7 +26,7 @@ namespace {
 
 struct world {
   runtime rt;
-  mailbox me{rt};
+  scoped_process me{rt};
   http_endpoint_options opts;
   world() {
     // Something for the pages to show: a few processes.

@@ -1,10 +1,10 @@
 // A program linked with the core layer alone (no OTP, observability, net or distribution
 // objects): the core has no link-time dependency on the layers above it. Its runtime starts
 // without a logger (the layers' hook table is absent) and runs processes as usual.
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/receive.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -23,7 +23,7 @@ struct pong {
 int main() {
   using namespace std::chrono_literals;
   beamlet::runtime rt;
-  beamlet::mailbox me(rt);
+  beamlet::scoped_process me(rt);
   const beamlet::pid echo = me.spawn_link([](beamlet::process& self) -> beamlet::task<> {
     for (;;) {
       auto m = co_await self.receive(beamlet::on<ping>());

@@ -4,7 +4,8 @@
 # The public headers' paths before the layer folders (beamlet/process.hpp, ...) still compile,
 # each with exactly one deprecation warning naming its new path and nothing else; with
 # BEAMLET_NO_DEPRECATED_HEADER_WARNINGS defined, with no warning at all.
-file(GLOB old_headers RELATIVE ${INCLUDE} ${INCLUDE}/beamlet/*.hpp ${INCLUDE}/beamlet/gen_server/*.hpp)
+file(GLOB old_headers RELATIVE ${INCLUDE} ${INCLUDE}/beamlet/*.hpp ${INCLUDE}/beamlet/gen_server/*.hpp
+     ${INCLUDE}/beamlet/core/mailbox.hpp)
 # The umbrellas are not moved paths.
 list(REMOVE_ITEM old_headers beamlet/beamlet.hpp beamlet/net.hpp beamlet/dist.hpp)
 list(LENGTH old_headers count)
@@ -56,3 +57,32 @@ if(NOT rc EQUAL 0 OR err MATCHES "warning|error")
   message(FATAL_ERROR "with BEAMLET_NO_DEPRECATED_HEADER_WARNINGS:\n${err}")
 endif()
 message(STATUS "${count} old header paths: one deprecation warning each, and nothing else")
+
+# Renamed names: each still compiles through its deprecated alias or forwarding member, with a
+# warning that names the new one, and nothing else.
+set(source "#include <beamlet/beamlet.hpp>\n")
+string(APPEND source "void use_old_names(beamlet::runtime& rt, beamlet::process& self) {\n")
+string(APPEND source "  beamlet::mailbox me(rt);\n")                          # scoped_process
+string(APPEND source "  const beamlet::ack_wait m = self.get_ack_wait();\n")  # ack_wait_mode, ack_wait()
+string(APPEND source "  (void)self.set_ack_wait(m);\n")                       # ack_wait(mode)
+string(APPEND source "  (void)me.self();\n}\n")
+set(old_names 4)
+file(WRITE ${OUT}/old_names.cpp "${source}")
+execute_process(COMMAND ${CXX} ${flags} ${OUT}/old_names.cpp
+  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the old names do not compile:\n${err}")
+endif()
+string(REGEX MATCHALL "[^\n]*(warning|error)[^\n]*" diagnostics "${err}")
+set(renamed 0)
+foreach(line IN LISTS diagnostics)
+  if(line MATCHES "warning: .* is deprecated: (beamlet::[a-z_]+ is now beamlet::[a-z_]+|use ack_wait\\((mode)?\\))")
+    math(EXPR renamed "${renamed} + 1")
+  else()
+    message(FATAL_ERROR "a diagnostic other than a renamed name's deprecation:\n${line}\n\nall of it:\n${err}")
+  endif()
+endforeach()
+if(NOT renamed EQUAL old_names)
+  message(FATAL_ERROR "${old_names} uses of old names, ${renamed} deprecation warnings:\n${err}")
+endif()
+message(STATUS "${old_names} uses of old names: one deprecation warning each, and nothing else")

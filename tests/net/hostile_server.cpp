@@ -104,12 +104,12 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   std::optional<http_endpoint> ep;
   if (mode == "frames") {
     net::acceptor_pool_options o;
     o.name = "frames";
-    o.listen.accepted.packet = net::framing::prefix4;
+    o.listen.accepted.framing = net::framing::prefix4;
     o.listen.accepted.max_packet = std::stoull(arg(argc, argv, "--max-packet", "1048576"));
     if (const long idle = std::stol(arg(argc, argv, "--idle-ms", "0")); idle > 0)
       o.listen.accepted.idle_timeout = std::chrono::milliseconds(idle);
@@ -145,7 +145,12 @@ int main(int argc, char** argv) {
     if (const std::string q = arg(argc, argv, "--max-queued-mib", ""); !q.empty())
       o.max_queued_bytes = std::stoull(q) << 20;
     o.send_buffer = std::stoull(arg(argc, argv, "--sndbuf", "0"));
-    ep.emplace(http_endpoint::start(rt, o));
+    auto started = http_endpoint::start(rt, o);
+    if (!started) {
+      std::fprintf(stderr, "hostile_server: %s\n", started.error().message().c_str());
+      return 1;
+    }
+    ep.emplace(std::move(*started));
     std::cout << "port " << ep->port() << std::endl;
   } else {
     std::fprintf(stderr, "hostile_server: unknown mode %s\n", mode.c_str());

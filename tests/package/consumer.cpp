@@ -19,7 +19,7 @@ int main() {
     auto m = co_await self.receive(beamlet::on<ping>());
     self.send(m.get<ping>().from, pong{});
   });
-  beamlet::mailbox me(rt);
+  beamlet::scoped_process me(rt);
   rt.send(echo, ping{me.self()});
   try {
     (void)beamlet::testing::assert_receive<pong>(me, 5s);

@@ -136,10 +136,10 @@ int main(int argc, char** argv) {
   no.listen_address = "127.0.0.1";
   no.net_ticktime = 20s;
   if (auto n = dist::start(rt, no); !n) {
-    std::fprintf(stderr, "soak: cannot start the node: %s\n", n.error().c_str());
+    std::fprintf(stderr, "soak: cannot start the node: %s\n", n.error().message().c_str());
     return 1;
   }
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const std::size_t base_processes = rt.process_count();
   const std::size_t base_timers = rt.pending_timers();

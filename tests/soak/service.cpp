@@ -88,7 +88,7 @@ child_spec session_spec(world& w) {
   return child_spec("session", worker_start<session>(&w));
 }
 
-start_result start_service(mailbox& me, world& w) {
+start_result start_service(scoped_process& me, world& w) {
   partition_supervisor_options counters;
   counters.name = counters_name;
   counters.partitions = partitions;
@@ -119,7 +119,7 @@ start_result start_service(mailbox& me, world& w) {
                          .with_type(child_type::supervisor));
   children.push_back(
       child_spec("sessions", dynamic_supervisor_start(
-                                 sessions, {.name = sessions_name, .wait = ack_wait::marker}))
+                                 sessions, {.name = sessions_name, .wait = ack_wait_mode::marker}))
           .with_type(child_type::supervisor));
   children.push_back(
       child_spec("sinks", supervisor_start(

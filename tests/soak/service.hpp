@@ -79,7 +79,7 @@ inline const char* const sinks_name = "soak_sinks";
 std::string sink_name(int i);
 
 /// Starts soak_top linked to `me`; the tree's pids are found by name from then on.
-beamlet::start_result start_service(beamlet::mailbox& me, world& w);
+beamlet::start_result start_service(beamlet::scoped_process& me, world& w);
 
 /// Sessions are split between the churn, which may terminate_child those with an even pid
 /// serial, and the chaos, which may kill those with an odd one. A session both killed and

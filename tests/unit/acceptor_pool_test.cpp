@@ -32,13 +32,13 @@ net::acceptor_pool_options echo_pool(std::string name) {
   net::acceptor_pool_options o;
   o.name = std::move(name);
   o.acceptors = 2;
-  o.listen.accepted.packet = net::framing::line;
+  o.listen.accepted.framing = net::framing::line;
   o.handler = echo_lines;
   return o;
 }
 
 /// Starts the pool under a fresh top supervisor; returns the supervisor.
-pid start_under_supervisor(mailbox& me, net::acceptor_pool_options o) {
+pid start_under_supervisor(scoped_process& me, net::acceptor_pool_options o) {
   std::vector<child_spec> children;
   children.push_back(
       child_spec("pool", net::acceptor_pool_start(std::move(o))).with_type(child_type::supervisor));
@@ -49,7 +49,7 @@ pid start_under_supervisor(mailbox& me, net::acceptor_pool_options o) {
 }
 
 /// The pid of the child `id` of the supervisor `sup`.
-pid child_pid(mailbox& me, pid sup, std::string_view id) {
+pid child_pid(scoped_process& me, pid sup, std::string_view id) {
   for (const child_info& c : supervisor::which_children(me, sup))
     if (c.id == id) return c.pid;
   return pid();
@@ -62,7 +62,7 @@ std::uint16_t port_of(runtime& rt, std::string_view name) {
 
 TEST(AcceptorPool, EachConnectionIsServedByItsOwnProcess) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t processes_before = rt.process_count();
   const pid sup = start_under_supervisor(me, echo_pool("echo"));
   const std::uint16_t port = port_of(rt, "echo");
@@ -89,7 +89,7 @@ TEST(AcceptorPool, EachConnectionIsServedByItsOwnProcess) {
 
 TEST(AcceptorPool, OverMaxConnectionsTheNewOnesAreClosed) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   auto o = echo_pool("capped");
   o.max_connections = 2;
   const pid sup = start_under_supervisor(me, o);
@@ -116,7 +116,7 @@ TEST(AcceptorPool, OverMaxConnectionsTheNewOnesAreClosed) {
 
 TEST(AcceptorPool, ItsCountersAreInTheMetrics) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("counted"));
   raw_client a(port_of(rt, "counted"));
   a.send("a\n");
@@ -134,7 +134,7 @@ TEST(AcceptorPool, ItsCountersAreInTheMetrics) {
 
 TEST(AcceptorPool, PartitionsSpreadTheConnections) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   auto o = echo_pool("parts");
   o.partitions = 2;
   o.acceptors = 4;
@@ -152,7 +152,7 @@ TEST(AcceptorPool, PartitionsSpreadTheConnections) {
 
 TEST(AcceptorPool, ATakenPortIsAStartError) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   auto first = net::listen(rt, net::listen_options{});
   ASSERT_TRUE(first);
   auto o = echo_pool("clash");
@@ -170,7 +170,7 @@ TEST(AcceptorPool, ATakenPortIsAStartError) {
 
 TEST(AcceptorPool, DrainStopsAcceptingAndWaitsForTheConnections) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("drained"));
   const std::uint16_t port = port_of(rt, "drained");
   raw_client a(port), b(port);
@@ -198,7 +198,7 @@ TEST(AcceptorPool, DrainStopsAcceptingAndWaitsForTheConnections) {
 
 TEST(AcceptorPool, ADrainThatTimesOutLeavesTheRestToTheShutdown) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("stubborn"));
   raw_client a(port_of(rt, "stubborn"));
   a.send("hi\n");
@@ -217,7 +217,7 @@ TEST(AcceptorPool, ADrainThatTimesOutLeavesTheRestToTheShutdown) {
 TEST(AcceptorPool, ADrainsTimeoutFollowsTheRuntimesClock) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("clocked"));
   raw_client a(port_of(rt, "clocked"));
   a.send("hi\n");
@@ -242,7 +242,7 @@ TEST(AcceptorPool, ADrainsTimeoutFollowsTheRuntimesClock) {
 // A drain that begins after the last connection ended returns at once.
 TEST(AcceptorPool, ADrainWithNoConnectionsReturnsAtOnce) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("empty"));
   bool drained = false;
   ASSERT_TRUE(run_process(rt, [&](process& self) -> task<> {
@@ -259,7 +259,7 @@ TEST(AcceptorPool, OutOfDescriptorsTheAcceptorsBackOffAndCarryOn) {
   if (under_asan)
     GTEST_SKIP() << "descriptor exhaustion is not testable under ASan+UBSan (see above)";
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = start_under_supervisor(me, echo_pool("emfile"));
   const std::uint16_t port = port_of(rt, "emfile");
   rlimit old{};
@@ -291,7 +291,7 @@ TEST(AcceptorPool, OutOfDescriptorsTheAcceptorsBackOffAndCarryOn) {
 TEST(AcceptorPool, ACrashingConnectionDisturbsNoOther) {
   runtime rt;
   logger::of(rt).set_reports(false);
-  mailbox me(rt);
+  scoped_process me(rt);
   auto o = echo_pool("crashy");
   o.handler = [](process& self, net::tcp_socket s) -> task<> {
     auto line = co_await net::recv(self, s);

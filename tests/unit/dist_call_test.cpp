@@ -1,8 +1,8 @@
 // gen_server calls across nodes with a real Elixir node: beamlet calling an Elixir GenServer,
 // Elixir calling a beamlet server, servers that die mid-call on either side, and an Elixir
 // Supervisor keeping a beamlet process as its linked child.
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <gtest/gtest.h>
@@ -41,21 +41,21 @@ struct call_fixture : ::testing::Test {
     ASSERT_TRUE(ex->wait_up(me));
   }
   runtime rt;
-  mailbox me{rt};
+  scoped_process me{rt};
   dist::node_info node;
   std::unique_ptr<erl_node> ex;
 };
 
 // A process that runs one call and reports its result to `to`.
 template <class F>
-pid run_call(mailbox& me, F f) {
+pid run_call(scoped_process& me, F f) {
   return me.spawn([f, to = me.self()](process& self) -> task<> {
     expected<term, exit_reason> r = co_await f(self);
     self.send(to, std::move(r));
   });
 }
 
-expected<term, exit_reason> result(mailbox& me) {
+expected<term, exit_reason> result(scoped_process& me) {
   auto m = me.receive(on<expected<term, exit_reason>>(), after(10s));
   EXPECT_TRUE(m);
   return m ? m.get<expected<term, exit_reason>>()
@@ -100,7 +100,7 @@ TEST_F(call_fixture, AnElixirServerDyingMidCallEndsTheCallAtOnce) {
 }
 
 // A beamlet server for Elixir callers: `ping` answers pong, `die` ends the server mid-call.
-pid spawn_term_server(mailbox& me) {
+pid spawn_term_server(scoped_process& me) {
   return me.spawn([](process& self) -> task<> {
     for (;;) {
       auto m = co_await self.receive(on<term>());

@@ -1,8 +1,8 @@
 // Bad input from a peer: silent, malformed or lying handshakes, and malformed packets after a
 // good one. Each closes that connection and nothing else: the node keeps accepting and talking
 // to good peers, and no socket is left open. The misbehaving peer is tests/dist/bad_peer.py.
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 #include <beamlet/net/tcp.hpp>
 
@@ -49,7 +49,7 @@ TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
   dist::node_options o = loopback_options("faults");
   o.handshake_timeout = std::chrono::milliseconds(500);
   auto n = dist::start(rt, o);
-  ASSERT_TRUE(n) << n.error();
+  ASSERT_TRUE(n) << n.error().message();
   const std::size_t baseline = net::open_sockets(rt);
   for (const char* scenario :
        {"silent", "garbage", "wrong_cookie", "not_p", "bad_control", "truncated", "deep", "huge"}) {
@@ -60,7 +60,7 @@ TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
   EXPECT_TRUE(dist::nodes(rt).empty());
   // The node still works with a good peer.
   beamlet_peer peer("faults_peer");
-  mailbox me(rt);
+  scoped_process me(rt);
   EXPECT_TRUE(peer.wait_up(me));
 }
 
@@ -71,7 +71,7 @@ TEST(DistFaults, ASilentPeerIsDroppedAfterTheTickTime) {
   dist::node_options o = loopback_options("ticks");
   o.net_ticktime = std::chrono::milliseconds(1200);
   auto n = dist::start(rt, o);
-  ASSERT_TRUE(n) << n.error();
+  ASSERT_TRUE(n) << n.error().message();
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(bad_peer(n->port, "mute"), 0);
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -80,9 +80,9 @@ TEST(DistFaults, ASilentPeerIsDroppedAfterTheTickTime) {
   // A beamlet peer with the same tick time stays connected across several tick times while
   // nothing but ticks crosses the connection.
   beamlet_peer peer("ticks_peer", test_cookie(), 60, 1200);
-  mailbox me(rt);
+  scoped_process me(rt);
   ASSERT_TRUE(peer.wait_up(me));
-  mailbox watcher(rt);
+  scoped_process watcher(rt);
   dist::monitor_nodes(watcher);
   EXPECT_FALSE(watcher.receive(on<dist::nodedown>(), after(std::chrono::seconds(4))));
   EXPECT_EQ(dist::nodes(rt), std::vector<std::string>{peer.name()});
@@ -94,23 +94,42 @@ TEST(DistFaults, BadOptionsAreErrors) {
   o.cookie = "c";
   o.name = "bad name@127.0.0.1";
   o.long_names = true;
-  EXPECT_FALSE(dist::start(rt, o));
+  const auto error_of = [&](const dist::node_options& opts) {
+    auto r = dist::start(rt, opts);
+    return r ? std::error_code() : r.error();
+  };
+  EXPECT_EQ(error_of(o), dist::dist_errc::bad_name);
   o.name = "short@127.0.0.1";
   o.long_names = false;  // a long name given as a short one
-  EXPECT_FALSE(dist::start(rt, o));
+  EXPECT_EQ(error_of(o), dist::dist_errc::bad_name);
   o.name = unique_node("opts");
   o.long_names = true;
   o.use_epmd = false;  // without epmd a fixed port is needed
-  EXPECT_FALSE(dist::start(rt, o));
+  EXPECT_EQ(error_of(o), dist::dist_errc::bad_options);
   o.use_epmd = true;
+  o.net_ticktime = std::chrono::seconds(0);
+  EXPECT_EQ(error_of(o), dist::dist_errc::bad_options);
+  o.net_ticktime = dist::node_options{}.net_ticktime;
+  o.listen_address = "not-an-address";
+  EXPECT_EQ(error_of(o), net::net_errc::bad_address);  // the listen socket's own error
   o.listen_address = "127.0.0.1";
   auto ok = dist::start(rt, o);
-  ASSERT_TRUE(ok) << ok.error();
-  EXPECT_FALSE(dist::start(rt, o));  // already started
+  ASSERT_TRUE(ok) << ok.error().message();
+  const std::error_code again = error_of(o);
+  EXPECT_EQ(again, dist::dist_errc::already_started);
+  EXPECT_EQ(again.category().name(), std::string("beamlet.dist"));
+  EXPECT_FALSE(again.message().empty());
+  {
+    // The same name from another runtime: epmd refuses it.
+    runtime other;
+    auto taken = dist::start(other, o);
+    ASSERT_FALSE(taken);
+    EXPECT_EQ(taken.error(), dist::dist_errc::epmd_refused) << taken.error().message();
+  }
   EXPECT_TRUE(dist::stop(rt));
   EXPECT_FALSE(dist::stop(rt));
   // Without a node, remote operations behave as toward a dead process.
-  mailbox me(rt);
+  scoped_process me(rt);
   const ref m = me.monitor("anyone", "nowhere@127.0.0.1");
   auto d = me.receive(on<down>(), after(std::chrono::seconds(5)));
   ASSERT_TRUE(d);
@@ -147,12 +166,12 @@ TEST(DistFaults, WithoutEpmdOnFixedPorts) {
   ob.port = port_b;
   ob.peer_port = port_a;
   auto na = dist::start(a, oa);
-  ASSERT_TRUE(na) << na.error();
+  ASSERT_TRUE(na) << na.error().message();
   auto nb = dist::start(b, ob);
-  ASSERT_TRUE(nb) << nb.error();
-  mailbox ma(a);
+  ASSERT_TRUE(nb) << nb.error().message();
+  scoped_process ma(a);
   ASSERT_FALSE(ma.register_name("inbox"));
-  mailbox mb(b);
+  scoped_process mb(b);
   mb.send("inbox", na->name, dist::term(mb.self()));
   auto m = ma.receive(on<dist::term>(), after(std::chrono::seconds(5)));
   ASSERT_TRUE(m);
@@ -191,9 +210,9 @@ TEST(DistFaults, TheDefaultCookieComesFromHome) {
     auto nb = dist::start(b, ob);
     ASSERT_TRUE(nb);
     // Same cookie: they connect.
-    mailbox ma(a);
+    scoped_process ma(a);
     ASSERT_FALSE(ma.register_name("inbox"));
-    mailbox mb(b);
+    scoped_process mb(b);
     mb.send("inbox", unique_node("cookie_a"), dist::term::make_atom("hello"));
     EXPECT_TRUE(ma.receive(on<dist::term>(), after(std::chrono::seconds(5))));
     (void)nb;

@@ -3,9 +3,9 @@
 // large, a peer naming tens of thousands of made-up nodes, sends right after disconnect_node,
 // late gen_server replies; and what the C++ side can now do in return (rpc_call, per-node
 // cookies, string literals as messages).
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process_info.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ struct hostile_fixture : ::testing::Test {
   }
   runtime rt;
   captured_log log{rt};
-  mailbox me{rt};
+  scoped_process me{rt};
   dist::node_info node;
   std::unique_ptr<erl_node> erl;
 
@@ -363,7 +363,7 @@ TEST(DistCookies, ACookieForOneNode) {
   if (!erl_available()) GTEST_SKIP() << "erl is not installed: skipped";
   runtime rt;
   captured_log log{rt};
-  mailbox me{rt};
+  scoped_process me{rt};
   start_node(rt, "cookies");
   erl_node other("cookies_erl", "a_different_cookie");
   const auto reach = [&] {

@@ -1,8 +1,8 @@
 // beamlet to beamlet across two OS processes, and a three-node mesh of two beamlet nodes and
 // one Erlang node: every pair talks directly (the nodes are hidden), messages keep their order
 // per pair, and killing one node is noconnection/nodedown for the others.
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 #include <beamlet/net/tcp.hpp>
 
@@ -27,7 +27,7 @@ TEST(DistBeamlet, MessagesLinksAndMonitorsBetweenTwoBeamletNodes) {
   runtime rt;
   start_node(rt, "bb");
   beamlet_peer peer("bb_peer");
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid echo = peer.wait_up(me);
   ASSERT_TRUE(echo);
   ASSERT_TRUE(echo.is_remote());
@@ -64,7 +64,7 @@ TEST(DistBeamlet, KillingTheOtherBeamletNodeIsNoconnection) {
   runtime rt;
   start_node(rt, "bk");
   beamlet_peer peer("bk_peer");
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid echo = peer.wait_up(me);
   ASSERT_TRUE(echo);
   me.trap_exit(true);
@@ -93,7 +93,7 @@ TEST(DistMesh, TwoBeamletNodesAndAnErlangNode) {
   const auto a = start_node(rt, "mesh_a");
   beamlet_peer b("mesh_b");
   erl_node c("mesh_c");
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid echo = b.wait_up(me);
   ASSERT_TRUE(echo);
   ASSERT_TRUE(c.wait_up(me));
@@ -146,7 +146,7 @@ TEST(DistBeamlet, SimultaneousConnectsSettleOnOneConnection) {
     runtime a, b;
     const auto na = start_node(a, "sim_a" + std::to_string(round));
     const auto nb = start_node(b, "sim_b" + std::to_string(round));
-    mailbox ma(a), mb(b);
+    scoped_process ma(a), mb(b);
     ASSERT_FALSE(ma.register_name("inbox"));
     ASSERT_FALSE(mb.register_name("inbox"));
     std::thread t([&] { mb.send("inbox", na.name, term::make_atom("from_b")); });

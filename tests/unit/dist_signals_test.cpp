@@ -1,8 +1,8 @@
 // Links, exit signals and monitors between beamlet and real Erlang processes, with real
 // reasons; noproc for dead targets; and what a lost connection does (noconnection, nodedown).
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process_info.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@ term atom(const char* a) {
 }
 
 // A term message the mailbox gets that starts with `tag`.
-term expect_tagged(mailbox& me, const char* tag, std::chrono::milliseconds limit = 5s) {
+term expect_tagged(scoped_process& me, const char* tag, std::chrono::milliseconds limit = 5s) {
   auto m = me.receive(on<term>().when([tag](const term& t) {
     return t.is_tuple() && t.size() >= 1 && t[0].is_atom(tag);
   }),
@@ -42,7 +42,7 @@ struct dist_fixture : ::testing::Test {
     ASSERT_TRUE(erl->wait_up(me));
   }
   runtime rt;
-  mailbox me{rt};
+  scoped_process me{rt};
   dist::node_info node;
   std::unique_ptr<erl_node> erl;
 
@@ -254,7 +254,7 @@ TEST_F(dist_fixture, ALostConnectionIsNoconnectionForEveryLinkAndMonitor) {
     co_await self.receive(on<int>());
   });
   dist::monitor_node(me, erl->name());
-  mailbox watcher(rt);
+  scoped_process watcher(rt);
   dist::monitor_nodes(watcher);
   ASSERT_TRUE(eventually([&] {
     return erl->eval(me, "{links, L} = process_info(E, links), length(L).", {{"E", term(e1)}}) ==
@@ -291,7 +291,7 @@ TEST(DistCookie, AWrongCookieIsRefusedAndNothingCrashes) {
   runtime rt;
   const auto n = start_node(rt, "cookie", "right_cookie");
   erl_node erl("cookie_erl", "wrong_cookie");
-  mailbox me(rt);
+  scoped_process me(rt);
   // Our connection attempts fail (the digest is wrong either way) ...
   EXPECT_FALSE(erl.wait_up(me, std::chrono::seconds(5)));
   EXPECT_TRUE(dist::nodes(rt).empty());
@@ -305,7 +305,7 @@ TEST(DistIdentity, ARestartedNodesOldPidsAreDead) {
   REQUIRE_ERL();
   runtime rt;
   start_node(rt, "ident");
-  mailbox me(rt);
+  scoped_process me(rt);
   pid old;
   {
     erl_node erl("ident_erl");

@@ -1,7 +1,7 @@
 // Distribution against real Erlang nodes: the handshake, messages by pid and by name in both
 // directions, and node bookkeeping. Each test starts its own `erl` (see erl_node.hpp).
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <gtest/gtest.h>
@@ -26,10 +26,10 @@ TEST(Dist, HandshakeWithAnErlangNode) {
   REQUIRE_ERL();
   runtime rt;
   const auto me_node = start_node(rt, "hs");
-  mailbox watcher(rt);
+  scoped_process watcher(rt);
   dist::monitor_nodes(watcher);
   erl_node erl("hs_erl");
-  mailbox me(rt);
+  scoped_process me(rt);
   ASSERT_TRUE(erl.wait_up(me));
   // monitor_nodes: one nodeup, and no nodedown for the attempts made before erl was up.
   auto up =
@@ -55,7 +55,7 @@ TEST(Dist, MessagesByPidAndByNameBothWays) {
   runtime rt;
   const auto me_node = start_node(rt, "msg");
   erl_node erl("msg_erl");
-  mailbox me(rt);
+  scoped_process me(rt);
   ASSERT_TRUE(erl.wait_up(me));
   // Erlang -> beamlet, by pid.
   erl.eval(me, "P ! {hello, [1,2,3], <<\"bin\">>, 1.5}, ok.", {{"P", term(me.self())}});
@@ -113,7 +113,7 @@ TEST(Dist, ConnectNodeAndDisconnectNode) {
   runtime rt;
   start_node(rt, "cn");
   erl_node erl("cn_erl");
-  mailbox me(rt);
+  scoped_process me(rt);
   ASSERT_TRUE(erl.wait_up(me));
   ASSERT_TRUE(dist::disconnect_node(rt, erl.name()));
   ASSERT_TRUE(eventually([&] { return dist::nodes(rt).empty(); }));
@@ -136,7 +136,7 @@ TEST(Dist, StopClosesConnectionsAndUnregistersFromEpmd) {
   runtime rt;
   const auto first = start_node(rt, "stop1");
   erl_node erl("stop_erl");
-  mailbox me(rt);
+  scoped_process me(rt);
   ASSERT_TRUE(erl.wait_up(me));
   const std::string alive = first.name.substr(0, first.name.find('@'));
   EXPECT_TRUE(epmd_lists(alive));
@@ -174,7 +174,7 @@ TEST(Dist, RpcCallsFromErlangReachRegisteredFunctions) {
   dist::register_rpc(rt, "calc", "fail",
                      [](const dist::term_list&) -> term { throw std::runtime_error("boom"); });
   erl_node erl("rpc_erl");
-  mailbox me(rt);
+  scoped_process me(rt);
   ASSERT_TRUE(erl.wait_up(me));
   const std::vector<std::pair<std::string, term>> node = {{"N", term::make_atom(n.name)}};
   EXPECT_EQ(erl.eval(me, "rpc:call(N, calc, add, [2, 3]).", node), term(5));

@@ -74,7 +74,7 @@ dynamic_supervisor_flags intensity(int n) {
 }
 
 task<start_result> start_dyn(process& self, const dynamic_supervisor_flags& f,
-                             ack_wait wait = ack_wait::scan) {
+                             ack_wait_mode wait = ack_wait_mode::scan) {
   const supervisor_options o{{}, std::nullopt, wait};
   co_return co_await dynamic_supervisor::start_link(self, o, f);
 }
@@ -182,7 +182,7 @@ TEST(DynamicSupervisorTest, StartLinkWithNonOkInit) {
 // start_link/3 "with registered process", and "can be supervised directly"
 TEST(DynamicSupervisorTest, WithRegisteredProcessAndSupervisedDirectly) {
   run_case([](process& self) -> task<> {
-    const supervisor_options o{"dyn_sup_spec_test", std::nullopt, ack_wait::scan};
+    const supervisor_options o{"dyn_sup_spec_test", std::nullopt, ack_wait_mode::scan};
     std::vector<child_spec> kids{
         child_spec("dyn", dynamic_supervisor_start({}, o)).with_type(child_type::supervisor)};
     const supervisor_flags f{};
@@ -816,7 +816,7 @@ struct observed {
   std::vector<std::uint64_t> examined;
 };
 
-observed run_modes(ack_wait wait, int backlog) {
+observed run_modes(ack_wait_mode wait, int backlog) {
   observed out;
   runtime rt;
   run_process(
@@ -848,8 +848,8 @@ observed run_modes(ack_wait wait, int backlog) {
 // examines it all and the marker skips it.
 TEST(DynamicSupervisorAckWait, IdenticalResultsUnderBacklog) {
   const int backlog = 100000 / stress_divisor;
-  const observed scan = run_modes(ack_wait::scan, backlog);
-  const observed marker = run_modes(ack_wait::marker, backlog);
+  const observed scan = run_modes(ack_wait_mode::scan, backlog);
+  const observed marker = run_modes(ack_wait_mode::marker, backlog);
   EXPECT_EQ(scan.results, (std::vector<std::string>{"ok", "ignore", "no", "specs 1"}));
   EXPECT_EQ(scan.results, marker.results);
   for (std::size_t i = 0; i < scan.examined.size(); ++i) {

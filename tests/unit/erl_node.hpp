@@ -10,7 +10,7 @@
 // `erl` can run here; tests skip with a message when it cannot.
 #pragma once
 
-#include <beamlet/core/mailbox.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
 #include <gtest/gtest.h>
@@ -113,7 +113,7 @@ class erl_node {
   void kill() { kill_child(os_pid_); }
 
   /// Waits until the node answers (it takes a second or two to boot).
-  bool wait_up(mailbox& me, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  bool wait_up(scoped_process& me, std::chrono::seconds limit = std::chrono::seconds(30)) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
       auto v = try_eval(me, "ok.", {}, std::chrono::milliseconds(500));
@@ -124,7 +124,7 @@ class erl_node {
 
   /// Evaluates `src` (Erlang expressions ending with '.') with `bindings`; the value, or
   /// nullopt if no answer came within `limit`.
-  std::optional<dist::term> try_eval(mailbox& me, const std::string& src,
+  std::optional<dist::term> try_eval(scoped_process& me, const std::string& src,
                                      std::vector<std::pair<std::string, dist::term>> bindings,
                                      std::chrono::milliseconds limit) {
     const ref r = me.make_ref();
@@ -147,7 +147,7 @@ class erl_node {
 
   /// `limit` bounds the wait for the answer; an answer that follows a large message on the
   /// same connection waits for that message to be read and decoded first.
-  dist::term eval(mailbox& me, const std::string& src,
+  dist::term eval(scoped_process& me, const std::string& src,
                   std::vector<std::pair<std::string, dist::term>> bindings = {},
                   std::chrono::seconds limit = std::chrono::seconds(10)) {
     auto v = try_eval(me, src, std::move(bindings), limit);
@@ -180,7 +180,7 @@ class beamlet_peer {
   const std::string& name() const { return name_; }
   void kill() { kill_child(os_pid_); }
   /// Waits until its echo process answers; returns the echo's pid (null on failure).
-  pid wait_up(mailbox& me, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  pid wait_up(scoped_process& me, std::chrono::seconds limit = std::chrono::seconds(30)) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
       me.send("echo", name_,
@@ -212,7 +212,7 @@ inline dist::node_info start_node(runtime& rt, const std::string& base,
   o.cookie = std::move(cookie);
   o.listen_address = "127.0.0.1";
   auto n = dist::start(rt, o);
-  EXPECT_TRUE(n) << (n ? "" : n.error());
+  EXPECT_TRUE(n) << (n ? "" : n.error().message());
   return n ? *n : dist::node_info{};
 }
 

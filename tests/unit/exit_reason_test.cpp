@@ -19,6 +19,23 @@ TEST(ExitReason, PrintsErlangTerms) {
   EXPECT_EQ(exit_reason::error("timeout").to_string(), "timeout");
 }
 
+// Structured reasons print as Erlang would, whatever their parts hold.
+TEST(ExitReason, ErrorTuplesAreBuiltFromPartsAndEscaped) {
+  EXPECT_EQ(exit_reason::error_tuple("already_started", std::string("pool")).to_string(),
+            "{already_started,\"pool\"}");
+  EXPECT_EQ(exit_reason::error_tuple("bad", "a \"quoted\" \\ name\n\x01").to_string(),
+            "{bad,\"a \\\"quoted\\\" \\\\ name\\n\\001\"}");
+  EXPECT_EQ(
+      exit_reason::error_tuple("invalid_mailbox_limit", reason_atom{"drop_oldest"}).to_string(),
+      "{invalid_mailbox_limit,drop_oldest}");
+  EXPECT_EQ(exit_reason::error_tuple("Tag", reason_atom{"it's"}, reason_atom{"a@b_1"}, 42, -7L,
+                                     true, exit_reason::shutdown("x"))
+                .to_string(),
+            "{'Tag','it\\'s',a@b_1,42,-7,true,{shutdown,x}}");
+  EXPECT_EQ(exit_reason::error_tuple("only").to_string(), "{only}");
+  EXPECT_FALSE(exit_reason::error_tuple("e", 1).is_clean());
+}
+
 // spec §2 rule 8: normal, shutdown and {shutdown, _} are clean; everything else is not.
 TEST(ExitReason, S2_8_CleanReasons) {
   EXPECT_TRUE(exit_reason::normal().is_clean());

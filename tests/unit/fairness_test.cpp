@@ -37,7 +37,7 @@ task<int> completes_at_once() {
 // ran. Runs in the plain build, where nothing else forces a yield.
 TEST(Fairness, CallersRetryingWhileTheServerRestarts) {
   runtime rt({.schedulers = 2});
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   // Restarts take 50 ms (the supervisor sleeps, then needs a scheduler again), so the callers
   // are sure to spin on noproc meanwhile.
@@ -122,7 +122,7 @@ TEST(Fairness, OutsideSpawnIsServedWhileLocalQueuesAreBusy) {
   }
   std::this_thread::sleep_for(50ms);
   std::vector<double> waits_ms;
-  mailbox me(rt);
+  scoped_process me(rt);
   for (int i = 0; i < 7; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     const pid to = me.self();

@@ -488,7 +488,7 @@ TEST(GenServer, StopErrorsAreBareReasons) {
   EXPECT_EQ(outcomes, (std::vector<std::string>{"terminate_exit terminate_exit", "noproc noproc",
                                                 "timeout timeout"}));
   // The blocking form agrees.
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const auto c = stubborn::start_link(me, {}, false);
   try {
@@ -605,7 +605,7 @@ TEST(GenServer, SendRequestAndReceiveResponse) {
 // Outside threads: start, call, cast, stop through a mailbox.
 TEST(GenServer, FromOutsideThread) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const start_result r = counter::start_link(me, {.name = "outside"}, 7);
   ASSERT_TRUE(r.is_ok());
   const server_ref<counter> c("outside");

@@ -65,7 +65,7 @@ std::size_t rss_bytes() {
 struct system_under_test {
   runtime rt;
   captured_log quiet{rt};
-  mailbox me{rt};
+  scoped_process me{rt};
   pid backlog;
 
   system_under_test() {
@@ -88,6 +88,13 @@ struct system_under_test {
   ~system_under_test() { me.send(backlog, go{}); }
 };
 
+/// Starts an endpoint, or fails the test with the reason.
+http_endpoint must_start(runtime& rt, http_endpoint_options o) {
+  auto r = http_endpoint::start(rt, std::move(o));
+  if (!r) throw std::runtime_error("http_endpoint::start: " + r.error().message());
+  return std::move(*r);
+}
+
 http_endpoint_options test_options() {
   http_endpoint_options o;
   o.request_timeout = std::chrono::milliseconds(500);
@@ -100,7 +107,7 @@ http_endpoint_options test_options() {
 
 TEST(HttpEndpoint, AnswersEveryPage) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   ASSERT_NE(ep.port(), 0);
   EXPECT_TRUE(sys.rt.is_alive(ep.process()));
   const auto r = run_client("pages " + std::to_string(ep.port()));
@@ -110,7 +117,7 @@ TEST(HttpEndpoint, AnswersEveryPage) {
 
 TEST(HttpEndpoint, MalformedAndOversizedRequests) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   const auto r = run_client("malformed " + std::to_string(ep.port()));
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_GE(ep.stats().bad_requests, 2u);
@@ -120,7 +127,7 @@ TEST(HttpEndpoint, MalformedAndOversizedRequests) {
 
 TEST(HttpEndpoint, AClientThatNeverFinishesIsCutOff) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   const auto r = run_client("slow " + std::to_string(ep.port()));
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ep.stats().timeouts, 1u);
@@ -130,7 +137,7 @@ TEST(HttpEndpoint, AClientThatNeverFinishesIsCutOff) {
 
 TEST(HttpEndpoint, AThousandConcurrentRequests) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   const std::string port = std::to_string(ep.port());
   auto first = run_client("concurrent " + port + " 1000");
   ASSERT_EQ(first.status, 0) << first.out;
@@ -153,7 +160,7 @@ TEST(HttpEndpoint, OverTheConnectionLimitAnswers503) {
   system_under_test sys;
   auto opts = test_options();
   opts.max_connections = 4;
-  auto ep = http_endpoint::start(sys.rt, opts);
+  auto ep = must_start(sys.rt, opts);
   const auto r = run_client("concurrent " + std::to_string(ep.port()) + " 200");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(eventually([&] { return ep.stats().open_connections == 0; }));
@@ -161,7 +168,7 @@ TEST(HttpEndpoint, OverTheConnectionLimitAnswers503) {
 
 TEST(HttpEndpoint, StopClosesTheListener) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   const std::string port = std::to_string(ep.port());
   const pid p = ep.process();
   ep.stop();
@@ -172,7 +179,7 @@ TEST(HttpEndpoint, StopClosesTheListener) {
 
 TEST(HttpEndpoint, KillingTheProcessClosesTheListener) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   const std::string port = std::to_string(ep.port());
   sys.rt.exit(ep.process(), exit_reason::kill());
   ASSERT_TRUE(sys.rt.wait(ep.process(), 10s));
@@ -184,7 +191,7 @@ TEST(HttpEndpoint, KillingTheProcessClosesTheListener) {
 // that the child's copy of the listener keeps filling.
 TEST(HttpEndpoint, AChildProcessInheritsNoSocket) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   const std::string port = std::to_string(ep.port());
   ASSERT_EQ(run_client("pages " + port).status, 0);
   char sleep_cmd[] = "sleep";
@@ -240,7 +247,7 @@ TEST(HttpEndpoint, ApplicationPagesAreServedFirst) {
                        return http_response{200, "text/plain", "the secret"};
                      }});
   o.builtin.tree = false;
-  auto ep = http_endpoint::start(sys.rt, o);
+  auto ep = must_start(sys.rt, o);
   const auto r = run_client("app_pages " + std::to_string(ep.port()));
   EXPECT_EQ(r.status, 0) << r.out;
   // A page without a path, or without exactly one of render and respond, is refused before
@@ -286,7 +293,7 @@ TEST(HttpEndpoint, PagesAreBoundedAndPaged) {
             .has_value());
   auto opts = test_options();
   opts.max_page_entries = 3;
-  auto ep = http_endpoint::start(sys.rt, opts);
+  auto ep = must_start(sys.rt, opts);
   const auto pool = sys.rt.whereis("pool");
   ASSERT_TRUE(pool);
   const auto r = run_client("paging " + std::to_string(ep.port()) + " '" + pool->to_string() + "'");
@@ -296,7 +303,7 @@ TEST(HttpEndpoint, PagesAreBoundedAndPaged) {
 // top -H and perf tell the runtime's threads apart by their names.
 TEST(HttpEndpoint, TheRuntimesThreadsAreNamed) {
   system_under_test sys;
-  auto ep = http_endpoint::start(sys.rt, test_options());
+  auto ep = must_start(sys.rt, test_options());
   logger::of(sys.rt).log(log_level::notice, "wake the logger's thread");
   std::set<std::string> names;
   ASSERT_TRUE(eventually([&] {
@@ -334,12 +341,14 @@ TEST(HttpEndpoint, BadOptionsAndATakenPort) {
   bad.address = "127.0.0.1";
   bad.max_connections = 0;
   EXPECT_THROW(http_endpoint::start(rt, bad), std::invalid_argument);
-  auto first = http_endpoint::start(rt, {});
+  auto first = must_start(rt, {});
   http_endpoint_options same;
   same.port = first.port();
-  EXPECT_THROW(http_endpoint::start(rt, same), std::system_error);
+  auto taken = http_endpoint::start(rt, same);
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error(), std::errc::address_in_use) << taken.error().message();
   // Under a supervisor the same failure is a start error.
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   captured_log quiet(rt);
   auto sup = supervisor::start_link(me, {}, [same] {

@@ -98,7 +98,7 @@ TEST(Metrics, RuntimeCountersMove) {
   const auto before = parse_prometheus(prometheus_metrics(rt));
   EXPECT_TRUE(before.count("beamlet_processes"));
   EXPECT_TRUE(before.count("beamlet_run_queue_length{scheduler=\"0\"}"));
-  mailbox me(rt);
+  scoped_process me(rt);
   constexpr int n = 100;
   for (int i = 0; i < n; ++i) {
     watched w(rt, [](process& self) -> task<> {
@@ -129,14 +129,14 @@ TEST(Metrics, RuntimeCountersMove) {
                 before.at("beamlet_exits_total{reason=\"killed\"}"),
             1);
   EXPECT_GE(after.at("beamlet_messages_total") - before.at("beamlet_messages_total"), n);
-  EXPECT_GE(after.at("beamlet_mailboxes"), 1);
+  EXPECT_GE(after.at("beamlet_scoped_processes"), 1);
 }
 
 // Spawns and exits are not counted as they happen but derived from the process table; the
 // totals must still be exact, with mailboxes and failed spawns left out.
 TEST(Metrics, SpawnAndExitTotalsAreExact) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   struct copy_throws {
     copy_throws() = default;
     copy_throws(const copy_throws&) { throw std::runtime_error("no copy"); }
@@ -156,7 +156,7 @@ TEST(Metrics, SpawnAndExitTotalsAreExact) {
 
 TEST(Metrics, TimersAndQueueLengthsOfRegisteredProcesses) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid busy = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   ASSERT_FALSE(rt.register_name("busy_one", busy));
   const pid idle = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
@@ -187,7 +187,7 @@ class child : public gen_server<child> {
 TEST(Metrics, SupervisorCounters) {
   runtime rt;
   captured_log quiet(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   ASSERT_TRUE(dynamic_supervisor::start_link(me, {"pool"}, dynamic_supervisor_flags{}).is_ok());
   pid first;
@@ -224,7 +224,7 @@ TEST(Metrics, SupervisorCounters) {
 
 TEST(Metrics, LabelValuesAreEscaped) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   ASSERT_FALSE(rt.register_name("we\"ird\\name", p));
   me.send(p, 1);
@@ -238,7 +238,7 @@ TEST(Metrics, LabelValuesAreEscaped) {
 
 TEST(Top, ByQueueLengthMemoryAndReductions) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   std::vector<pid> ps;
   for (int i = 0; i < 5; ++i)
     ps.push_back(rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); }));
@@ -275,7 +275,7 @@ TEST(Top, ByQueueLengthMemoryAndReductions) {
 
 TEST(Top, WindowRanksIncreases) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid steady = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   const pid growing = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   for (int i = 0; i < 1000; ++i) me.send(steady, i);  // large but not growing

@@ -212,7 +212,7 @@ TEST(Monitors, S3_7_Introspection) {
 // Monitors from a mailbox (an outside thread) work the same way.
 TEST(Monitors, FromOutsideThread) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid t = rt.spawn(wait_for_any);
   const ref r = me.monitor(t);
   rt.send(t, go{});

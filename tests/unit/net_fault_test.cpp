@@ -58,7 +58,7 @@ struct recording_server {
 
 net::socket_options prefixed(std::size_t max) {
   net::socket_options o;
-  o.packet = net::framing::prefix4;
+  o.framing = net::framing::prefix4;
   o.max_packet = max;
   return o;
 }
@@ -194,7 +194,7 @@ TEST(NetFaults, AHugeAnnouncedFrameIsRefusedWithoutAllocatingIt) {
 TEST(NetFaults, AnOverlongLineIsAnError) {
   runtime rt;
   net::socket_options o;
-  o.packet = net::framing::line;
+  o.framing = net::framing::line;
   o.max_packet = 100;
   recording_server srv(rt, o);
   raw_client c(srv.port);
@@ -212,7 +212,7 @@ TEST(NetFaults, AnOverlongLineIsAnError) {
 TEST(NetFaults, AHalfClosedPeerStillGetsItsAnswer) {
   runtime rt;
   net::socket_options o;
-  o.packet = net::framing::line;
+  o.framing = net::framing::line;
   o.exit_on_close = false;
   net::listen_options lo;
   lo.accepted = o;

@@ -32,7 +32,7 @@ std::string pattern(std::size_t from, std::size_t n) {
 TEST(Recv, ATimeoutLeavesTheDataForTheNextRecv) {
   runtime rt;
   net::socket_options o;
-  o.packet = net::framing::line;
+  o.framing = net::framing::line;
   std::uint16_t port = 0;
   auto listener = listener_with(rt, o, port);
   std::error_code first;
@@ -125,7 +125,7 @@ TEST(Send, AFullQueueSuspendsTheWriterUntilThePeerReads) {
   ASSERT_EQ(all.size(), total);
   EXPECT_TRUE(all == pattern(0, total));
   EXPECT_LE(queued_peak.load(), 32u * 1024u + chunk);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.send(writer, go{});
   ASSERT_TRUE(rt.wait(writer, 10s));
 }

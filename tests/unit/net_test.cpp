@@ -67,14 +67,14 @@ TEST(Tcp, PassiveEchoOverLoopback) {
 TEST(Tcp, AProcessConnectsSendsAndReceives) {
   runtime rt;
   net::socket_options framed;
-  framed.packet = framing::prefix2;
+  framed.framing = framing::prefix2;
   framed.max_packet = 1000;
   auto [listener, port] = open_listener(rt, framed);
   const pid server = spawn_echo(rt, listener);
   std::vector<std::string> got;
   auto r = run_process(rt, [&, p = port](process& self) -> task<> {
     net::socket_options o;
-    o.packet = framing::prefix2;
+    o.framing = framing::prefix2;
     o.max_packet = 1000;
     auto s = co_await net::connect(self, "127.0.0.1", p, o, 5s);
     CO_ASSERT_TRUE(s);
@@ -168,7 +168,7 @@ TEST(Tcp, ConnectAndAcceptTimeOut) {
 TEST(Framing, PrefixesArriveWholeHoweverTheBytesAreSplit) {
   runtime rt;
   net::socket_options o;
-  o.packet = framing::prefix4;
+  o.framing = framing::prefix4;
   auto [listener, port] = open_listener(rt, o);
   std::vector<std::string> got;
   const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
@@ -198,7 +198,7 @@ TEST(Framing, PrefixesArriveWholeHoweverTheBytesAreSplit) {
 TEST(Framing, LinesKeepTheirNewline) {
   runtime rt;
   net::socket_options o;
-  o.packet = framing::line;
+  o.framing = framing::line;
   o.max_packet = 64;
   auto [listener, port] = open_listener(rt, o);
   std::vector<std::string> got;
@@ -223,7 +223,7 @@ TEST(Framing, LinesKeepTheirNewline) {
 TEST(Framing, PrefixSendsCheckTheSize) {
   runtime rt;
   net::socket_options o;
-  o.packet = framing::prefix1;
+  o.framing = framing::prefix1;
   o.max_packet = 255;
   auto [listener, port] = open_listener(rt, o);
   std::error_code too_big;
@@ -245,7 +245,7 @@ TEST(Framing, PrefixSendsCheckTheSize) {
 TEST(Active, OnceDeliversOnePacketThenWaitsToBeAskedAgain) {
   runtime rt;
   net::socket_options o;
-  o.packet = framing::line;
+  o.framing = framing::line;
   o.active = active_mode::once();
   auto [listener, port] = open_listener(rt, o);
   std::vector<std::string> got;
@@ -284,7 +284,7 @@ TEST(Active, OnceDeliversOnePacketThenWaitsToBeAskedAgain) {
 TEST(Active, NDeliversNPacketsThenTcpPassive) {
   runtime rt;
   net::socket_options o;
-  o.packet = framing::line;
+  o.framing = framing::line;
   o.active = active_mode::n(2);
   auto [listener, port] = open_listener(rt, o);
   std::vector<std::string> events;
@@ -344,7 +344,7 @@ struct go {};
 
 TEST(Ownership, OnlyTheOwnerMayUseTheSocket) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   auto [listener, port] = open_listener(rt);
   std::atomic<net::tcp_socket*> handle{nullptr};
   const pid server = rt.spawn([&, listener](process& self) mutable -> task<> {
@@ -378,7 +378,7 @@ TEST(Ownership, OnlyTheOwnerMayUseTheSocket) {
 TEST(Ownership, ControllingProcessMovesTheQueuedMessagesInOrder) {
   runtime rt;
   net::socket_options o;
-  o.packet = framing::line;
+  o.framing = framing::line;
   o.active = active_mode::always();
   auto [listener, port] = open_listener(rt, o);
   std::vector<std::string> got;
@@ -410,7 +410,7 @@ TEST(Ownership, ControllingProcessMovesTheQueuedMessagesInOrder) {
     const auto d = process_info(rt, first);
     return d && d->message_queue_len >= 3;
   }));
-  mailbox me(rt);
+  scoped_process me(rt);
   me.send(first, go{});
   ASSERT_TRUE(rt.wait(first, 10s));
   c.send("4\n");

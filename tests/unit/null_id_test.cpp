@@ -24,7 +24,7 @@ class counter : public gen_server<counter> {
 
 TEST(NullIds, CancelTimerOfNullRefTouchesNothing) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const ref t = me.send_after(me.self(), tick{}, 10s);
   const std::size_t pending = rt.pending_timers();
   EXPECT_FALSE(rt.cancel_timer(ref{}).has_value());
@@ -36,7 +36,7 @@ TEST(NullIds, CancelTimerOfNullRefTouchesNothing) {
 
 TEST(NullIds, DemonitorOfNullRefKeepsTheMonitor) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid x = me.spawn(wait_for_any);
   const ref r = me.monitor(x);
   EXPECT_FALSE(me.demonitor(ref{}));
@@ -51,7 +51,7 @@ TEST(NullIds, DemonitorOfNullRefKeepsTheMonitor) {
 
 TEST(NullIds, UnlinkOfNullPidKeepsTheLink) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const pid y = me.spawn(wait_for_any);
   me.link(y);
@@ -65,7 +65,7 @@ TEST(NullIds, UnlinkOfNullPidKeepsTheLink) {
 
 TEST(NullIds, LinkToNullPidIsNoproc) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   me.link(pid{});
   auto e = me.receive(on<exit_message>(), after(5s));
@@ -83,7 +83,7 @@ TEST(NullIds, LinkToNullPidIsNoproc) {
 
 TEST(NullIds, MonitorOfNullPidIsNoproc) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const ref r = me.monitor(pid{});
   EXPECT_TRUE(static_cast<bool>(r));
   auto d = me.receive(on<down>(), after(5s));
@@ -96,7 +96,7 @@ TEST(NullIds, MonitorOfNullPidIsNoproc) {
 
 TEST(NullIds, SendExitAndTimersToNullPidDoNothing) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t pending = rt.pending_timers();
   rt.send(pid{}, tick{});
   me.send(pid{}, tick{});
@@ -113,7 +113,7 @@ TEST(NullIds, SendExitAndTimersToNullPidDoNothing) {
 
 TEST(NullIds, QueriesAndNamesOfNullPid) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   EXPECT_FALSE(rt.is_alive(pid{}));
   EXPECT_FALSE(me.is_alive(pid{}));
   EXPECT_FALSE(rt.registered_name(pid{}).has_value());
@@ -127,7 +127,7 @@ TEST(NullIds, QueriesAndNamesOfNullPid) {
 
 TEST(NullIds, BehaviourCallsOnNullPid) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   try {
     (void)call(me, server_ref<counter>(pid{}), get{});
     ADD_FAILURE() << "call to the null pid returned";

@@ -54,7 +54,7 @@ void wait_trapping(runtime& rt, pid p) {
   }));
 }
 
-pid spawn_bounded(runtime& rt, mailbox& me, mailbox_limit limit) {
+pid spawn_bounded(runtime& rt, scoped_process& me, mailbox_limit limit) {
   const auto r = me.spawn_opt(gated_reader(me.self()), spawn_options{.mailbox = limit});
   wait_trapping(rt, r.pid);
   return r.pid;
@@ -70,7 +70,7 @@ void wait_queue(runtime& rt, pid p, std::size_t n) {
 
 TEST(BoundedMailbox, DropNewestKeepsTheFirstMessages) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = spawn_bounded(rt, me, {3, overflow_policy::drop_newest});
   for (int i = 1; i <= 5; ++i) me.send(p, i);
   wait_queue(rt, p, 3);
@@ -83,7 +83,7 @@ TEST(BoundedMailbox, DropNewestKeepsTheFirstMessages) {
 
 TEST(BoundedMailbox, DropOldestKeepsTheNewestMessages) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = spawn_bounded(rt, me, {3, overflow_policy::drop_oldest});
   for (int i = 1; i <= 5; ++i) me.send(p, i);
   wait_queue(rt, p, 3);
@@ -95,7 +95,7 @@ TEST(BoundedMailbox, DropOldestKeepsTheNewestMessages) {
 
 TEST(BoundedMailbox, RejectHandsTheMessageBackToTrySend) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = spawn_bounded(rt, me, {2, overflow_policy::reject});
   std::string kept = "first";
   EXPECT_FALSE(me.try_send(p, 1));
@@ -117,7 +117,7 @@ TEST(BoundedMailbox, RejectHandsTheMessageBackToTrySend) {
 
 TEST(BoundedMailbox, TimerMessagesCountToo) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = spawn_bounded(rt, me, {1, overflow_policy::drop_newest});
   (void)me.send_after(p, 1, 1ms);
   (void)me.send_after(p, 2, 1ms);
@@ -129,7 +129,7 @@ TEST(BoundedMailbox, TimerMessagesCountToo) {
 
 TEST(BoundedMailbox, PriorityMessagesDoNotCount) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = me.spawn_opt(
                       [report = me.self()](process& self) -> task<> {
                         self.trap_exit(true);
@@ -164,7 +164,7 @@ TEST(BoundedMailbox, DropOldestKeepsAParkedReceiveValid) {
   // The owner is parked in a selective receive that skips ints: each trim removes the message
   // its save position is on. (Run under ASan, a stale position would be a use after free.)
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = me.spawn_opt(
                       [report = me.self()](process& self) -> task<> {
                         const ref r = self.make_ref(marked);
@@ -201,7 +201,7 @@ struct fragile {
 
 TEST(BoundedMailbox, AMessagePutBackAfterAFailedMoveStillCounts) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p =
       me.spawn_opt(
             [report = me.self()](process& self) -> task<> {
@@ -234,7 +234,7 @@ TEST(BoundedMailbox, AMessagePutBackAfterAFailedMoveStillCounts) {
 
 TEST(BoundedMailbox, AServerRefusesDropOldest) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   supervisor_options o;
   o.mailbox = {10, overflow_policy::drop_oldest};
   const start_result r = dynamic_supervisor::start_link(me, o, dynamic_supervisor_flags{});
@@ -246,7 +246,7 @@ TEST(BoundedMailbox, AFullSupervisorStillRestartsItsChildren) {
   // The supervisor's notes to itself (a failed restart's retry, a backoff timer) are never
   // refused, however full its mailbox is.
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   supervisor_options o;
   o.mailbox = {1, overflow_policy::reject};
   dynamic_supervisor_flags f;
@@ -276,7 +276,7 @@ TEST(BoundedMailbox, AFullSupervisorStillRestartsItsChildren) {
 
 TEST(BoundedMailbox, ReceivingMakesRoomAgain) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   // Takes one int per exit signal (the tick), forever.
   const pid q = me.spawn_opt(
                       [](process& self) -> task<> {
@@ -300,7 +300,7 @@ TEST(BoundedMailbox, ReceivingMakesRoomAgain) {
 
 TEST(BoundedMailbox, SignalsDownsAndRepliesAreNeverDroppedOrCounted) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   // A dynamic supervisor to call into, and a process that ends, to monitor.
   const pid sup = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{}).pid();
   const pid p =
@@ -335,7 +335,7 @@ TEST(BoundedMailbox, SignalsDownsAndRepliesAreNeverDroppedOrCounted) {
 
 TEST(BoundedMailbox, DroppedMessagesShowInTheMetrics) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = spawn_bounded(rt, me, {1, overflow_policy::drop_newest});
   for (int i = 0; i < 4; ++i) me.send(p, i);
   wait_queue(rt, p, 1);
@@ -345,7 +345,7 @@ TEST(BoundedMailbox, DroppedMessagesShowInTheMetrics) {
 
 TEST(BoundedMailbox, AnUnknownPolicyIsRejectedAtSpawn) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const auto before = rt.process_count();
   EXPECT_THROW((void)me.spawn_opt(park_forever,
                                   spawn_options{.mailbox = {1, static_cast<overflow_policy>(9)}}),
@@ -374,7 +374,7 @@ start_function parked_start() {
 
 TEST(BoundedMailbox, ASupervisorRefusesStartsOverItsCapacityAtOnce) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   supervisor_options o;
   o.mailbox = {1, overflow_policy::reject};
   const pid sup = dynamic_supervisor::start_link(me, o, dynamic_supervisor_flags{}).pid();
@@ -414,7 +414,7 @@ TEST(BoundedMailbox, ASupervisorRefusesStartsOverItsCapacityAtOnce) {
 
 TEST(Priority, PriorityMessagesAreReceivedAheadOfOrdinaryOnes) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = me.spawn([report = me.self()](process& self) -> task<> {
     self.trap_exit(true);
     self.send(report, self.make_priority_alias());
@@ -438,7 +438,7 @@ TEST(Priority, PriorityMessagesAreReceivedAheadOfOrdinaryOnes) {
 
 TEST(Priority, AnInactiveAliasDeliversNothing) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = me.spawn([report = me.self()](process& self) -> task<> {
     const priority_alias a = self.make_priority_alias();
     self.send(report, a);
@@ -460,7 +460,7 @@ TEST(Priority, AnInactiveAliasDeliversNothing) {
 
 TEST(Priority, APriorityExitSignalOvertakesWhenTrapped) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = me.spawn([report = me.self()](process& self) -> task<> {
     self.trap_exit(true);
     self.send(report, self.make_priority_alias());
@@ -477,7 +477,7 @@ TEST(Priority, APriorityExitSignalOvertakesWhenTrapped) {
 
 TEST(Priority, APriorityKillEndsTheOwner) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   watched w(rt, [report = me.self()](process& self) -> task<> {
     self.send(report, self.make_priority_alias());
     co_await self.receive(on<std::string>());
@@ -519,7 +519,7 @@ auto filler(pid sup, std::size_t n, pid report, start_function start, bool stay)
 
 /// Blocks `sup` in a gated start and queues `n` start requests of `start` behind it; the gate is
 /// `me`, which opens it with an exit signal.
-void block_and_fill(mailbox& me, pid sup, std::size_t n, start_function start) {
+void block_and_fill(scoped_process& me, pid sup, std::size_t n, start_function start) {
   me.spawn([sup, g = me.self()](process& self) -> task<> {
     (void)co_await dynamic_supervisor::start_child(self, sup, child_spec("gate", gated_start(g)));
   });
@@ -530,7 +530,7 @@ void block_and_fill(mailbox& me, pid sup, std::size_t n, start_function start) {
   (void)assert_receive<filled>(me, 120s);
 }
 
-void drown(mailbox& me, pid sup, std::size_t n) {
+void drown(scoped_process& me, pid sup, std::size_t n) {
   block_and_fill(me, sup, n, ignore_start());
   me.exit(sup, exit_reason::error("go"));
 }
@@ -555,7 +555,7 @@ struct asked {
 
 TEST(Priority, ADrowningSupervisorAnswersAPriorityRequestFirst) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t backlog = 1'000'000 / stress_divisor;
   supervisor_options o;
   o.priority = true;
@@ -603,7 +603,7 @@ TEST(Priority, ADrowningSupervisorAnswersAPriorityRequestFirst) {
 
 TEST(Priority, AnOrdinaryRequestWaitsBehindTheBacklog) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t backlog = 1'000'000 / stress_divisor;
   const pid sup = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{}).pid();
   EXPECT_FALSE(published_priority_alias(rt, sup).has_value());
@@ -715,7 +715,7 @@ start_function counted_start(std::shared_ptr<std::atomic<int>> runs) {
 TEST(RateLimit, OverTheStartRateNothingStarts) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   dynamic_supervisor_flags f;
   f.start_rate = rate_limit{.per_second = 2, .burst = 2};
   const pid sup = dynamic_supervisor::start_link(me, {}, f).pid();
@@ -744,7 +744,7 @@ TEST(RateLimit, OverTheStartRateNothingStarts) {
 
 TEST(RateLimit, AnInvalidRateIsABadInit) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   dynamic_supervisor_flags f;
   f.start_rate = rate_limit{.per_second = 0, .burst = 1};
   const start_result r = dynamic_supervisor::start_link(me, {}, f);
@@ -818,7 +818,7 @@ TEST(RateLimit, EachPartitionCanHaveItsOwnLimit) {
 
 TEST(Shedding, AboveTheThresholdStartsAreShed) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   dynamic_supervisor_flags f;
   f.shed_above = 5;
   const pid sup = dynamic_supervisor::start_link(me, {}, f).pid();
@@ -854,7 +854,7 @@ TEST(Shedding, AboveTheThresholdStartsAreShed) {
 
 TEST(Shedding, TheOperatorSwitchOverridesTheThreshold) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid sup = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{}).pid();
   auto runs = std::make_shared<std::atomic<int>>(0);
   auto start = [&] {
@@ -897,7 +897,7 @@ start_function crashing_start(std::shared_ptr<std::mutex> mu,
 TEST(Backoff, RestartDelaysFollowTheCurveInVirtualTime) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   dynamic_supervisor_flags f;
   f.intensity = 100;
   f.period = 1;
@@ -933,7 +933,7 @@ TEST(Backoff, RestartDelaysFollowTheCurveInVirtualTime) {
 TEST(Backoff, AStaticSupervisorSpacesRestartsToo) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   auto mu = std::make_shared<std::mutex>();
   auto starts = std::make_shared<std::vector<clock_time>>();
   auto count = [&] {
@@ -971,7 +971,7 @@ TEST(Backoff, AStaticSupervisorSpacesRestartsToo) {
 TEST(Backoff, OneForAllStopsTheGroupAtOnceAndStartsWhatIsNotRunning) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   restart_backoff b;
   b.min = 100ms;
   b.jitter = 0;
@@ -1015,7 +1015,7 @@ TEST(Backoff, OneForAllStopsTheGroupAtOnceAndStartsWhatIsNotRunning) {
 TEST(Backoff, ResetsAfterTheChildRanLongEnough) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   dynamic_supervisor_flags f;
   f.intensity = 100;
   const pid sup = dynamic_supervisor::start_link(me, {}, f).pid();
@@ -1059,7 +1059,7 @@ TEST(Backoff, ResetsAfterTheChildRanLongEnough) {
 TEST(Backoff, TheIntensityStillApplies) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   dynamic_supervisor_flags f;
   f.intensity = 3;

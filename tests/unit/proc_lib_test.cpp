@@ -16,10 +16,10 @@ struct junk {
 struct go {};
 
 // Both modes must behave identically; every test runs twice.
-class ProcLib : public ::testing::TestWithParam<ack_wait> {};
+class ProcLib : public ::testing::TestWithParam<ack_wait_mode> {};
 
-std::string mode_name(const ::testing::TestParamInfo<ack_wait>& p) {
-  return p.param == ack_wait::scan ? "scan" : "marker";
+std::string mode_name(const ::testing::TestParamInfo<ack_wait_mode>& p) {
+  return p.param == ack_wait_mode::scan ? "scan" : "marker";
 }
 
 // A child body that acks `r` and then waits for `go`.
@@ -56,7 +56,7 @@ TEST_P(ProcLib, S5_2_AckReturnsRetUnchanged) {
   runtime rt;
   std::vector<start_result> got;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     got.push_back(co_await start_link(self, acks(start_result::ignore())));
     got.push_back(co_await start_link(self, acks(start_result::error(exit_reason::error("bad")))));
     const start_result ok = co_await start_link(self, [](process& c, const starter& st) -> task<> {
@@ -81,7 +81,7 @@ TEST_P(ProcLib, S5_3_ChildDiesBeforeAckTrapping) {
   start_result r;
   std::vector<std::string> left;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     self.trap_exit(true);
     r = co_await start_link(self, [](process& c, const starter&) -> task<> {
       co_await c.exit(exit_reason::error("init_crash"));
@@ -97,7 +97,7 @@ TEST_P(ProcLib, S5_3_ChildExitsNormalBeforeAckTrapping) {
   runtime rt;
   start_result r;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     self.trap_exit(true);
     r = co_await start_link(self, [](process&, const starter&) -> task<> { co_return; });
   });
@@ -111,7 +111,7 @@ TEST_P(ProcLib, S5_4_AbnormalDeathKillsNonTrappingStarter) {
   const auto mode = GetParam();
   EXPECT_EQ(run_process(rt,
                         [&](process& self) -> task<> {
-                          self.set_ack_wait(mode);
+                          self.ack_wait(mode);
                           (void)co_await start_link(self, [](process& c, const starter&) -> task<> {
                             co_await c.exit(exit_reason::error("boom"));
                           });
@@ -128,7 +128,7 @@ TEST_P(ProcLib, S5_4_NormalDeathWaitsForTimeout) {
   start_result r;
   std::atomic<long> waited{0};
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     const auto t0 = std::chrono::steady_clock::now();
     r = co_await start_link(self, [](process&, const starter&) -> task<> { co_return; },
                             {.timeout = 150ms});
@@ -147,7 +147,7 @@ TEST_P(ProcLib, S5_3_TimeoutKillsChildAndFlushes) {
   pid child;
   std::vector<std::string> left;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     self.trap_exit(true);
     r = co_await start_link(self,
                             [&child](process& c, const starter&) -> task<> {
@@ -171,7 +171,7 @@ TEST_P(ProcLib, S5_5_StartMonitors) {
   start_result fine;
   std::vector<std::string> left;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     died = co_await start(self, [](process&, const starter&) -> task<> { co_return; });
     fine = co_await start(self, [](process& c, const starter& st) -> task<> {
       st.ack(c, start_result::ok(c.self()));
@@ -191,7 +191,7 @@ TEST_P(ProcLib, S5_6_StrayExitAfterAck) {
   runtime rt;
   std::vector<std::string> left;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     self.trap_exit(true);
     const start_result r = co_await start_link(self, [](process& c, const starter& st) -> task<> {
       st.ack(c, start_result::error(exit_reason::error("late")));
@@ -214,7 +214,7 @@ TEST_P(ProcLib, IdenticalResultsUnderBacklog) {
   std::size_t left_len = 0;
   std::uint64_t examined = 0;
   run_process(rt, [&](process& self) -> task<> {
-    self.set_ack_wait(GetParam());
+    self.ack_wait(GetParam());
     self.trap_exit(true);
     for (int i = 0; i < backlog; ++i) self.send(self.self(), junk{i});
     (void)self.message_queue_len();
@@ -235,7 +235,7 @@ TEST_P(ProcLib, IdenticalResultsUnderBacklog) {
   });
   EXPECT_EQ(results, (std::vector<std::string>{"ignore", "{error,crash}", "{error,timeout}"}));
   EXPECT_EQ(left_len, static_cast<std::size_t>(backlog));
-  if (GetParam() == ack_wait::scan) {
+  if (GetParam() == ack_wait_mode::scan) {
     EXPECT_GE(examined, 3u * static_cast<std::uint64_t>(backlog));  // every wait scans it
   } else {
     // Marker waits skip it; only the failure paths (flush, timeout cleanup) scan.
@@ -243,8 +243,8 @@ TEST_P(ProcLib, IdenticalResultsUnderBacklog) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ProcLib, ::testing::Values(ack_wait::scan, ack_wait::marker),
-                         mode_name);
+INSTANTIATE_TEST_SUITE_P(Modes, ProcLib,
+                         ::testing::Values(ack_wait_mode::scan, ack_wait_mode::marker), mode_name);
 
 // §1.3 rule 19: the success path of a marker start does not look at the backlog at all.
 TEST(ProcLibCost, S1_3_19_MarkerStartSkipsBacklog) {
@@ -255,10 +255,10 @@ TEST(ProcLibCost, S1_3_19_MarkerStartSkipsBacklog) {
     for (int i = 0; i < 10000; ++i) self.send(self.self(), junk{i});
     (void)self.message_queue_len();
     std::uint64_t before = self.messages_examined();
-    (void)co_await start_link(self, acks(start_result::ignore()), {.wait = ack_wait::scan});
+    (void)co_await start_link(self, acks(start_result::ignore()), {.wait = ack_wait_mode::scan});
     scan_examined = self.messages_examined() - before;
     before = self.messages_examined();
-    (void)co_await start_link(self, acks(start_result::ignore()), {.wait = ack_wait::marker});
+    (void)co_await start_link(self, acks(start_result::ignore()), {.wait = ack_wait_mode::marker});
     marker_examined = self.messages_examined() - before;
   });
   EXPECT_GE(scan_examined, 10000u);
@@ -268,9 +268,9 @@ TEST(ProcLibCost, S1_3_19_MarkerStartSkipsBacklog) {
 TEST(ProcLibCost, AckWaitIsAProcessFlag) {
   runtime rt;
   run_process(rt, [&](process& self) -> task<> {
-    EXPECT_EQ(self.get_ack_wait(), ack_wait::scan);  // OTP's behaviour by default
-    EXPECT_EQ(self.set_ack_wait(ack_wait::marker), ack_wait::scan);
-    EXPECT_EQ(self.get_ack_wait(), ack_wait::marker);
+    EXPECT_EQ(self.ack_wait(), ack_wait_mode::scan);  // OTP's behaviour by default
+    EXPECT_EQ(self.ack_wait(ack_wait_mode::marker), ack_wait_mode::scan);
+    EXPECT_EQ(self.ack_wait(), ack_wait_mode::marker);
     co_return;
   });
 }
@@ -278,7 +278,7 @@ TEST(ProcLibCost, AckWaitIsAProcessFlag) {
 // From an outside thread.
 TEST(ProcLibCost, StartLinkFromMailbox) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const start_result r = start_link(me, [](process& c, const starter& st) -> task<> {
     st.ack(c, start_result::ok(c.self()));
     co_await c.receive(on<go>());

@@ -28,7 +28,7 @@ TEST(ProcessInfo, NullAndDeadPidsGiveNothing) {
 
 TEST(ProcessInfo, AWaitingProcessShowsItsListsAndLabels) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid linked = rt.spawn(park_forever);
   const pid watched_target = rt.spawn(park_forever);
   std::atomic<bool> ready{false};
@@ -52,7 +52,7 @@ TEST(ProcessInfo, AWaitingProcessShowsItsListsAndLabels) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->pid, p);
   EXPECT_TRUE(d->complete);
-  EXPECT_FALSE(d->mailbox);
+  EXPECT_FALSE(d->outside_thread);
   EXPECT_EQ(d->registered_name, "inspectee");
   EXPECT_TRUE(d->trap_exit);
   std::vector<pid> want_links{me.self(), linked};
@@ -75,7 +75,7 @@ TEST(ProcessInfo, AWaitingProcessShowsItsListsAndLabels) {
 
 TEST(ProcessInfo, QueueLengthCountsWhatIsStillInTheInbox) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   constexpr int n = 10'000;
   for (int i = 0; i < n; ++i) me.send(p, i);
@@ -288,7 +288,7 @@ class silent : public gen_server<silent> {
 
 TEST(ProcessInfo, WaitingForACallAndTheServersInitialCall) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   auto s = silent::start_link(me, {});
   ASSERT_TRUE(s.is_ok());
   const pid caller = rt.spawn([server = s.pid()](process& self) -> task<> {
@@ -306,16 +306,16 @@ TEST(ProcessInfo, WaitingForACallAndTheServersInitialCall) {
 
 TEST(ProcessInfo, MailboxesAreProcessesToo) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const auto d = process_info(rt, me.self());
   ASSERT_TRUE(d);
-  EXPECT_TRUE(d->mailbox);
-  EXPECT_EQ(d->initial_call, "beamlet::mailbox");
+  EXPECT_TRUE(d->outside_thread);
+  EXPECT_EQ(d->initial_call, "beamlet::scoped_process");
 }
 
 TEST(ProcessInfo, ReductionsGrow) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = rt.spawn([](process& self) -> task<> {
     for (;;) {
       auto m = co_await self.receive(on<int>(), on<go>());
@@ -348,7 +348,7 @@ TEST(Processes, ListsTheLiveOnesInOrder) {
 // wake it. Hammer that window.
 TEST(ProcessInfo, InspectingNeverLosesAWakeUp) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   constexpr int n = 20'000 / stress_divisor;
   std::atomic<int> got{0};
   const pid p = rt.spawn([&](process& self) -> task<> {

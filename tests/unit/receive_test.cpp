@@ -265,7 +265,7 @@ struct fragile {
 // (strong guarantee); the next receive finds it again.
 TEST(Receive, HandlerStyleKeepsTheMessageWhenItsMoveThrows) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   for (int i = 1; i <= 3; ++i) {
     const fragile f(i);
     me.send(me.self(), f);

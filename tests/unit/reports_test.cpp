@@ -35,7 +35,7 @@ struct crashing_worker {
 TEST(CrashReport, NamesTheBodyTheReasonTheAncestorsAndTheLinks) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid partner = rt.spawn(park_forever);
   pid crashed;
   auto r = run_process(rt, [&](process& self) -> task<> {
@@ -135,7 +135,7 @@ struct opaque_state : gen_server<opaque_state> {
 TEST(GenServerReport, CallCrashNamesTheLastMessageTheStateAndTheClient) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto s = fragile::start_link(me, {"fragile"});
   ASSERT_TRUE(s.is_ok());
@@ -159,7 +159,7 @@ TEST(GenServerReport, CallCrashNamesTheLastMessageTheStateAndTheClient) {
 TEST(GenServerReport, CastCrashHasNoClient) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto s = fragile::start_link(me, {});
   cast(me, server_ref<fragile>(s.pid()), crash_cast{});
@@ -174,7 +174,7 @@ TEST(GenServerReport, CastCrashHasNoClient) {
 TEST(GenServerReport, StateFormatsByOperatorOrTypeName) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto a = printable_state::start_link(me, {});
   auto b = opaque_state::start_link(me, {});
@@ -194,7 +194,7 @@ TEST(GenServerReport, StateFormatsByOperatorOrTypeName) {
 TEST(GenServerReport, NoneForANormalStop) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   auto s = fragile::start_link(me, {});
   stop(me, server_ref<fragile>(s.pid()));
   beamlet::log(rt, log_level::error, "marker");
@@ -210,7 +210,7 @@ class child : public gen_server<child> {
   gen::action handle_cast(const die&) { return gen::stop(exit_reason::error("child_died")); }
 };
 
-start_result start_sup(mailbox& me, std::string_view name, supervisor_flags flags,
+start_result start_sup(scoped_process& me, std::string_view name, supervisor_flags flags,
                        std::vector<child_spec> children) {
   return supervisor::start_link(me, {name},
                                 [flags, children] { return supervisor_init(flags, children); });
@@ -219,7 +219,7 @@ start_result start_sup(mailbox& me, std::string_view name, supervisor_flags flag
 TEST(SupervisorReport, ChildTerminatedCarriesTheSpec) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto sup =
       start_sup(me, "app_sup", supervisor_flags{}, {child_spec("cache", worker_start<child>())});
@@ -242,7 +242,7 @@ TEST(SupervisorReport, ChildTerminatedCarriesTheSpec) {
 TEST(SupervisorReport, ProgressReportsOnlyAtInfo) {
   runtime rt;
   captured_log log(rt, log_level::info);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto sup =
       start_sup(me, {}, supervisor_flags{},
@@ -258,7 +258,7 @@ TEST(SupervisorReport, ProgressReportsOnlyAtInfo) {
 
   runtime quiet;
   captured_log notice(quiet);  // the default level: no progress reports
-  mailbox me2(quiet);
+  scoped_process me2(quiet);
   me2.trap_exit(true);
   ASSERT_TRUE(
       start_sup(me2, {}, supervisor_flags{}, {child_spec("a", worker_start<child>())}).is_ok());
@@ -270,7 +270,7 @@ TEST(SupervisorReport, ProgressReportsOnlyAtInfo) {
 TEST(SupervisorReport, StartErrorWhenInitCannotStartAChild) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   start_function failing = [](process&) -> task<start_result> {
     co_return start_result::error(exit_reason::error("no_db"));
@@ -287,7 +287,7 @@ TEST(SupervisorReport, StartErrorWhenInitCannotStartAChild) {
 TEST(SupervisorReport, ReachedMaxRestartIntensity) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   supervisor_flags flags;
   flags.intensity = 0;  // the first restart is one too many
@@ -318,7 +318,7 @@ start_function stubborn_start() {
 TEST(SupervisorReport, ShutdownErrorWhenAChildMustBeKilled) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto sup = start_sup(me, {}, supervisor_flags{},
                        {child_spec("slow", stubborn_start())
@@ -334,7 +334,7 @@ TEST(SupervisorReport, ShutdownErrorWhenAChildMustBeKilled) {
 TEST(SupervisorReport, TransientNormalExitIsNotReported) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   struct quit {};
   struct quitter : gen_server<quitter> {
@@ -354,7 +354,7 @@ TEST(SupervisorReport, TransientNormalExitIsNotReported) {
 TEST(SupervisorReport, DynamicSupervisorChildTerminated) {
   runtime rt;
   captured_log log(rt);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto sup = dynamic_supervisor::start_link(me, {"conns"}, dynamic_supervisor_flags{});
   ASSERT_TRUE(sup.is_ok());
@@ -372,7 +372,7 @@ TEST(SupervisorReport, DynamicSupervisorChildTerminated) {
 TEST(SupervisorReport, DynamicSupervisorMakesNoProgressReports) {
   runtime rt;
   captured_log log(rt, log_level::info);
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   auto sup = dynamic_supervisor::start_link(me, {"conns"}, dynamic_supervisor_flags{});
   ASSERT_TRUE(sup.is_ok());

@@ -53,7 +53,7 @@ start_function stubborn_start() {
   };
 }
 
-start_result start_top(mailbox& me, std::vector<child_spec> children) {
+start_result start_top(scoped_process& me, std::vector<child_spec> children) {
   return supervisor::start_link(
       me, {}, [children] { return supervisor_init(supervisor_flags{}, children); });
 }
@@ -73,7 +73,7 @@ bool is_default(int sig) {
 
 TEST(RunUntilSignal, ASignalStopsTheTreeInReverseStartOrder) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   journal j;
   std::vector<child_spec> kids;
   for (std::string n : {"a", "b", "c"})
@@ -99,7 +99,7 @@ TEST(RunUntilSignal, ASignalStopsTheTreeInReverseStartOrder) {
 
 TEST(RunUntilSignal, ATreeThatEndsByItselfEndsTheWait) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const start_result top = start_top(me, {});
   ASSERT_TRUE(top.is_ok());
@@ -117,7 +117,7 @@ TEST(RunUntilSignal, ATreeThatEndsByItselfEndsTheWait) {
 
 TEST(RunUntilSignal, ATreeThatDoesNotStopInTimeIsKilled) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const start_result top = start_top(
       me, {child_spec("stubborn", stubborn_start()).with_shutdown(shutdown_spec::infinity())});
@@ -138,7 +138,7 @@ TEST(RunUntilSignal, ATreeThatDoesNotStopInTimeIsKilled) {
 
 TEST(RunUntilSignal, OneWaiterAtATimeAndOnlyCatchableSignals) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const start_result top = start_top(me, {});
   ASSERT_TRUE(top.is_ok());

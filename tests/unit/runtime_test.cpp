@@ -23,7 +23,7 @@ TEST(Runtime, DefaultsToOneSchedulerPerCore) {
 TEST(Runtime, ShutdownStopsEveryProcess) {
   std::atomic<int> plain_reason_ok{0};
   std::atomic<bool> trapped{false};
-  mailbox* observer_ptr = nullptr;
+  scoped_process* observer_ptr = nullptr;
   (void)observer_ptr;
   {
     runtime rt({.shutdown_grace = std::chrono::milliseconds(2000)});
@@ -74,7 +74,7 @@ TEST(Runtime, ShutdownEndsStubbornProcesses) {
 TEST(Runtime, ADeadMailboxDoesNotCutTheGracePeriodShort) {
   std::atomic<bool> cleaned{false};
   runtime rt;  // a grace period of 1 s
-  mailbox me(rt);
+  scoped_process me(rt);
   rt.spawn([&, to = me.self()](process& self) -> task<> {
     self.trap_exit(true);
     self.send(to, ready{});
@@ -83,7 +83,7 @@ TEST(Runtime, ADeadMailboxDoesNotCutTheGracePeriodShort) {
     cleaned = true;
   });
   ASSERT_TRUE(me.receive(on<ready>(), after(10s)));
-  mailbox dead(rt);
+  scoped_process dead(rt);
   rt.exit(dead.self(), exit_reason::kill());
   EXPECT_THROW((void)dead.receive(on<never_sent>(), after(0ms)), exit_exception);
   rt.shutdown();
@@ -181,7 +181,7 @@ TEST(Runtime, ShutdownLeaksNothing) {
       rt.send(p, go{});
       rt.send_after(p, go{}, 1h);
     }
-    mailbox me(rt);
+    scoped_process me(rt);
     (void)me.monitor(rt.spawn(park_forever));
   }
   EXPECT_EQ(detail::live_blocks(), before);
@@ -190,7 +190,7 @@ TEST(Runtime, ShutdownLeaksNothing) {
 // A mailbox that outlives its runtime's shutdown reports `shutdown` instead of hanging.
 TEST(Runtime, MailboxSeesShutdown) {
   runtime rt({.shutdown_grace = std::chrono::milliseconds(50)});
-  mailbox me(rt);
+  scoped_process me(rt);
   std::thread t([&] {
     std::this_thread::sleep_for(50ms);
     rt.shutdown();

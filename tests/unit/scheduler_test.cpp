@@ -132,7 +132,7 @@ TEST(Scheduler, IdleRuntimeUsesNoCpu) {
   std::vector<pid> parked;
   for (int i = 0; i < 100; ++i) parked.push_back(rt.spawn(park_forever));
   // A pending timer far in the future must not make the timer thread tick either.
-  mailbox me(rt);
+  scoped_process me(rt);
   rt.send_after(me.self(), work{}, 1h);
   std::this_thread::sleep_for(100ms);  // let spawns settle and schedulers park
   const double before = process_cpu_seconds();

@@ -187,7 +187,7 @@ task<exit_reason> exit_of(process& self, pid p) {
 
 task<start_result> start_sup(process& self, supervisor_flags f, std::vector<child_spec> c = {},
                              std::string_view name = {}) {
-  const supervisor_options o{name, std::nullopt, ack_wait::scan};
+  const supervisor_options o{name, std::nullopt, ack_wait_mode::scan};
   co_return co_await supervisor::start_link(self, o, f, std::move(c));
 }
 
@@ -1118,7 +1118,7 @@ TEST(StartResults, OkWithoutAPidIsAStartError) {
 // thread forever: here the supervisor is busy in a child start that takes 2 s.
 TEST(ManagementTimeouts, BlockingCallsGiveUp) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   // Static: the start function stays a plain lambda and the count outlives the runtime.
   static std::atomic<int> slow_started;
@@ -1168,6 +1168,61 @@ TEST(ManagementTimeouts, BlockingCallsGiveUp) {
   const auto gone = rt.wait(dyn.pid(), 10s);
   ASSERT_TRUE(gone);
   EXPECT_TRUE(gone->is_normal() || *gone == exit_reason::noproc());
+}
+
+// A start function says what it starts: a child spec built from a supervisor's (or an acceptor
+// pool's) start helper is a supervisor without with_type, gets a supervisor's shutdown
+// (infinity), and is counted as one; with_type still decides when given.
+TEST(ChildSpec, TheTypeComesFromTheStartFunction) {
+  EXPECT_EQ(child_spec("w", worker_start<worker>()).type, child_type::worker);
+  const child_spec s("s", supervisor_start(supervisor_flags{}, {}));
+  EXPECT_EQ(s.type, child_type::supervisor);
+  EXPECT_EQ(s.effective_shutdown(), shutdown_spec::infinity());
+  EXPECT_EQ(child_spec("d", dynamic_supervisor_start()).type, child_type::supervisor);
+  EXPECT_EQ(child_spec("d", dynamic_supervisor_start()).with_type(child_type::worker).type,
+            child_type::worker);
+  EXPECT_EQ(
+      child_spec("f", [](process&) -> task<start_result> { co_return start_result::ignore(); })
+          .type,
+      child_type::worker);
+
+  runtime rt;
+  scoped_process me(rt);
+  me.trap_exit(true);
+  auto sup = supervisor::start_link(me, {}, [] {
+    return supervisor_init(supervisor_flags{},
+                           {child_spec("inner", supervisor_start(supervisor_flags{}, {})),
+                            child_spec("w", worker_start<worker>())});
+  });
+  ASSERT_TRUE(sup.is_ok()) << sup;
+  const child_counts c = supervisor::count_children(me, sup.pid());
+  EXPECT_EQ(c.supervisors, 1u);
+  EXPECT_EQ(c.workers, 1u);
+  supervisor::stop(me, sup.pid());
+}
+
+// One name per registered server: the server_ref that reaches it also starts it.
+TEST(ChildSpec, AServerRefNamesTheServerItStarts) {
+  runtime rt;
+  scoped_process me(rt);
+  me.trap_exit(true);
+  const server_ref<worker> the_worker("the_worker");
+  auto sup = supervisor::start_link(me, {}, [the_worker] {
+    return supervisor_init(supervisor_flags{}, {child_spec("w", worker_start_named(the_worker))});
+  });
+  ASSERT_TRUE(sup.is_ok()) << sup;
+  const pid first = the_worker.resolve(rt);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(supervisor::which_children(me, sup.pid()).at(0).pid, first);
+  // A restart registers the new process under the same name.
+  rt.exit(first, exit_reason::kill());
+  ASSERT_TRUE(eventually([&] {
+    const pid now = the_worker.resolve(rt);
+    return now && now != first;
+  }));
+  supervisor::stop(me, sup.pid());
+  // By pid or via there is no name to register: a programming error, found at once.
+  EXPECT_THROW((void)worker_start_named(server_ref<worker>(first)), std::invalid_argument);
 }
 
 }  // namespace beamlet::test

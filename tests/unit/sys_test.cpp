@@ -35,7 +35,7 @@ class other : public gen_server<other> {};
 
 struct fixture {
   runtime rt;
-  mailbox me{rt};
+  scoped_process me{rt};
   pid server;
   fixture() {
     auto s = counter::start_link(me, {"counter"});

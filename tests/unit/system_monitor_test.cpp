@@ -23,7 +23,7 @@ TEST(SystemMonitor, OffByDefault) {
 
 TEST(SystemMonitor, InvalidSettingsAreRejectedAndChangeNothing) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   system_monitor_settings bad;
   bad.subscriber = me.self();
   bad.long_queue_enable = 100;
@@ -39,7 +39,7 @@ TEST(SystemMonitor, InvalidSettingsAreRejectedAndChangeNothing) {
 // nothing in between however the queue moves.
 TEST(SystemMonitor, LongMessageQueueOnceUpAndOnceDown) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   system_monitor_settings s;
   s.subscriber = me.self();
   s.long_queue_enable = 1000;
@@ -82,7 +82,7 @@ TEST(SystemMonitor, LongMessageQueueOnceUpAndOnceDown) {
 
 TEST(SystemMonitor, AnAlarmedProcessThatEndsLowersItsAlarm) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   system_monitor_settings s;
   s.subscriber = me.self();
   s.long_queue_enable = 50;
@@ -99,7 +99,7 @@ TEST(SystemMonitor, AnAlarmedProcessThatEndsLowersItsAlarm) {
 
 TEST(SystemMonitor, LongSchedule) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   system_monitor_settings s;
   s.subscriber = me.self();
   // Far above what a preempted thread loses on a loaded machine (the polite process's
@@ -124,7 +124,7 @@ TEST(SystemMonitor, LongSchedule) {
 
 TEST(SystemMonitor, TurningItOffStopsAlarms) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   system_monitor_settings s;
   s.subscriber = me.self();
   s.long_queue_enable = 10;
@@ -145,7 +145,7 @@ TEST(SystemMonitor, ADeadSubscriberIsHarmless) {
   s.long_queue_enable = 10;
   s.long_queue_disable = 5;
   set_system_monitor(rt, s);
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = rt.spawn([](process& self) -> task<> { co_await self.receive(on<go>()); });
   for (int i = 0; i < 100; ++i) me.send(p, i);
   me.send(p, go{});

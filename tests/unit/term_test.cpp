@@ -26,6 +26,19 @@ term parsed(std::string_view text) {
   return t ? *t : term();
 }
 
+// A reason built from parts parses back into the parts, whatever a string part holds.
+TEST(Term, ErrorTuplesParseBackIntoTheirParts) {
+  const std::string name = "we\"ird\\ \n\t\x02 name";
+  const auto r = exit_reason::error_tuple("already_started", name, reason_atom{"Odd Atom"}, 12);
+  const term t = parsed(r.to_string());
+  ASSERT_TRUE(t.is_tuple());
+  ASSERT_EQ(t.elements().size(), 4u);
+  EXPECT_EQ(t.elements()[0], term::make_atom("already_started"));
+  EXPECT_EQ(t.elements()[1], term::make_charlist(name));
+  EXPECT_EQ(t.elements()[2], term::make_atom("Odd Atom"));
+  EXPECT_EQ(t.elements()[3], term(12));
+}
+
 TEST(Term, PrintsAsErlangDoes) {
   EXPECT_EQ(parsed("{ok, [1, 2, 3]}").to_string(), "{ok,[1,2,3]}");
   EXPECT_EQ(parsed("'hello world'").to_string(), "'hello world'");

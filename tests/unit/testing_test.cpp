@@ -20,7 +20,7 @@ struct tick {};
 
 TEST(Testing, AssertReceiveReturnsTheMessage) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid echo = rt.spawn([](process& self) -> task<> {
     auto m = co_await self.receive(on<ping>());
     self.send(m.get<ping>().from, pong{7});
@@ -36,7 +36,7 @@ TEST(Testing, AssertReceiveReturnsTheMessage) {
 
 TEST(Testing, FailuresSayWhat) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.send(me.self(), tick{});
   try {
     (void)testing::assert_receive<pong>(me, 20ms);
@@ -75,7 +75,7 @@ TEST(Testing, InsideAProcessAndExitReasons) {
 TEST(VirtualTime, TimersAndTimeoutsFollowTheClock) {
   auto clock = std::make_shared<manual_clock>();
   runtime rt({.clock = clock});
-  mailbox me(rt);
+  scoped_process me(rt);
   const clock_time t0 = rt.now();
   EXPECT_EQ(rt.now(), t0);  // frozen
   std::atomic<int> timeouts{0};

@@ -56,7 +56,7 @@ TEST(Timeouts, ConversionRules) {
 
 TEST(Timeouts, AfterMaxWaitsForTheMessage) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   rt.send_after(me.self(), tick{}, 100ms);
   // milliseconds::max() used to overflow into a negative timeout that fired at once.
   auto m = me.receive(on<tick>(), after(std::chrono::milliseconds::max()));
@@ -96,7 +96,7 @@ TEST(Timeouts, BadCallTimeoutHasNoSideEffect) {
 
 TEST(Timeouts, SendAfterInfinityAndErrors) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t pending = rt.pending_timers();
   EXPECT_THROW((void)me.send_after(me.self(), tick{}, -1ms), timeout_value_error);
   EXPECT_THROW((void)rt.send_after(me.self(), tick{}, nan_seconds), timeout_value_error);
@@ -111,7 +111,7 @@ TEST(Timeouts, SendAfterInfinityAndErrors) {
 
 TEST(Timeouts, BadStartTimeoutIsRejectedBeforeSpawning) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t before = rt.process_count();
   EXPECT_THROW((void)call_counter::start_link(me, {.timeout = -5ms}), timeout_value_error);
   EXPECT_THROW((void)dynamic_supervisor::start_link(me, {.timeout = nan_seconds}, {}),
@@ -135,7 +135,7 @@ class slow_stopper : public gen_server<slow_stopper> {
 // A shutdown time of milliseconds::max() is "wait as long as it takes", not "kill at once".
 TEST(Timeouts, ShutdownTimeoutMaxWaits) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const start_result sup = dynamic_supervisor::start_link(me, {}, dynamic_supervisor_flags{});
   ASSERT_TRUE(sup.is_ok());
@@ -172,7 +172,7 @@ class idle_timeout : public gen_server<idle_timeout> {
 
 TEST(Timeouts, ResultTimeoutMaxIsNoTimeout) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const start_result s = idle_timeout::start_link(me, {});
   ASSERT_TRUE(s.is_ok());
   call(me, server_ref<idle_timeout>(s.pid()), arm{});

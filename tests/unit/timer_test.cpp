@@ -55,7 +55,7 @@ TEST(Timers, CancelBeforeFiring) {
 
 TEST(Timers, CancelAfterFiringReportsNothing) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const ref t = rt.send_after(me.self(), tick{2}, 10ms);
   auto m = me.receive(on<tick>(), after(5s));
   ASSERT_TRUE(m);
@@ -81,7 +81,7 @@ TEST(Timers, ManyPendingTimersUseNoOsResources) {
   const int threads_before = count_entries("/proc/self/task");
   const int fds_before = count_entries("/proc/self/fd");
   const int n = 1000000 / stress_divisor;
-  mailbox me(rt);
+  scoped_process me(rt);
   std::vector<ref> timers;
   timers.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) timers.push_back(rt.send_after(me.self(), tick{i}, 1h));
@@ -138,7 +138,7 @@ TEST(Timers, CompletedReceivesCancelTheirTimeouts) {
 // timer aimed at a pid that is not alive is cancelled at once.
 TEST(Timers, CancelledWhenTheTargetExits) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const std::size_t base = rt.pending_timers();
   std::atomic<bool> armed{false};
   const pid p = me.spawn([&](process& self) -> task<> {
@@ -166,7 +166,7 @@ TEST(Timers, CancelledWhenTheTargetExits) {
 TEST(Timers, NoTimerOutlivesItsTarget) {
   runtime rt;
   const std::size_t base = rt.pending_timers();
-  mailbox me(rt);
+  scoped_process me(rt);
   for (int i = 0; i < 200; ++i) {
     (void)me.spawn([](process& self) -> task<> {
       self.send_after(self.self(), tick{1}, 1h);

@@ -3,8 +3,8 @@
 // A runtime reads time from one runtime_clock (runtime_options::clock). It governs what
 // processes wait for: receive timeouts inside processes, send_after timers, gen_server result
 // timeouts, start and shutdown timeouts run by processes, and the supervisors' restart
-// intensity windows. Outside threads (a mailbox's blocking receive, runtime::wait, the blocking
-// forms of call and the supervisor API) always wait in real time: they live outside the
+// intensity windows. Outside threads (a scoped_process's blocking receive, runtime::wait, the
+// blocking forms of call and the supervisor API) always wait in real time: they live outside the
 // runtime.
 //
 // The default is the steady clock. A manual_clock makes a runtime's time virtual: it moves only
@@ -32,10 +32,16 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// A point in a runtime's time, the one spelling of it in beamlet's API: what runtime::now(),
+/// process::now() and runtime_clock::now() return, and what deadlines are. The steady clock's
+/// time point, whichever runtime_clock is in use (a manual_clock counts from its own origin).
+using clock_time = std::chrono::steady_clock::time_point;
+
 class runtime_clock {
  public:
-  using time_point = std::chrono::steady_clock::time_point;
-  using duration = std::chrono::steady_clock::duration;
+  /// std::chrono's names for a clock's types (clock_time and its duration).
+  using time_point = clock_time;
+  using duration = clock_time::duration;
 
   virtual ~runtime_clock() = default;
   /// The current time (monotonic).

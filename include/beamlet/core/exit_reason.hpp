@@ -19,11 +19,25 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <typeinfo>
 
 #include <beamlet/core/config.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
+
+/// An atom inside exit_reason::error_tuple: printed bare where Erlang prints it bare
+/// (`drop_oldest`), quoted otherwise (`'Drop me'`).
+struct reason_atom {
+  std::string_view name;
+};
+
+namespace detail {
+void append_reason_atom(std::string& out, std::string_view name);
+/// As Erlang prints a string: "...", with \\, \", \n, \t, \r and octal escapes.
+void append_reason_string(std::string& out, std::string_view text);
+}  // namespace detail
 
 class exit_reason {
  public:
@@ -49,6 +63,19 @@ class exit_reason {
   static exit_reason noproc() noexcept { return exit_reason(kind::noproc); }
   /// Any other reason, written as an Erlang term would print (`timeout`, `{badarg,x}`).
   static exit_reason error(std::string term);
+  /// `{Tag,E1,...}` built from parts rather than pasted text, so that whatever a part holds
+  /// the term prints (and parses back) as Erlang would: `tag` is an atom; each element is a
+  /// reason_atom, a string (printed as an Erlang string), an integer, a bool (an atom), or an
+  /// exit_reason (its term). `error_tuple("already_started", name)` prints
+  /// `{already_started,"the name"}`.
+  template <class... Elements>
+  static exit_reason error_tuple(std::string_view tag, const Elements&... elements) {
+    std::string t = "{";
+    detail::append_reason_atom(t, tag);
+    ((t += ',', append_element(t, elements)), ...);
+    t += '}';
+    return error(std::move(t));
+  }
   static exit_reason exception(std::string type_name, std::string what);
   /// The reason for an exception of any type: an `exit_exception` gives its own reason; any
   /// other gives kind::exception with its demangled dynamic type and `what()` (empty when
@@ -94,6 +121,24 @@ class exit_reason {
   friend std::ostream& operator<<(std::ostream& os, const exit_reason& r);
 
  private:
+  template <class E>
+  static void append_element(std::string& out, const E& e) {
+    if constexpr (std::is_same_v<E, reason_atom>)
+      detail::append_reason_atom(out, e.name);
+    else if constexpr (std::is_same_v<E, exit_reason>)
+      out += e.to_string();
+    else if constexpr (std::is_same_v<E, bool>)
+      out += e ? "true" : "false";
+    else if constexpr (std::is_integral_v<E>)
+      out += std::to_string(e);
+    else if constexpr (std::is_convertible_v<const E&, std::string_view>)
+      detail::append_reason_string(out, std::string_view(e));
+    else
+      static_assert(std::is_same_v<E, reason_atom>,
+                    "error_tuple: an element is a reason_atom, a string, an integer, a bool or "
+                    "an exit_reason");
+  }
+
   struct payload;
   static payload out_of_memory_;  // what from_exception falls back to (never freed)
   exit_reason with_value(std::shared_ptr<const void> v, const std::type_info& type) const;

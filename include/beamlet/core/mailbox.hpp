@@ -1,82 +1,9 @@
-// beamlet/core/mailbox.hpp: a process identity for a plain thread.
-//
-// A mailbox gives a thread that is not a process (main, a test, a service's own threads) a pid
-// and a message queue, so it can do what a process does: receive replies with a timeout, monitor
-// and link to processes, trap exits, register a name. `receive` blocks the calling thread with
-// the same selective-receive semantics as a process's co_await receive.
-//
-//   beamlet::mailbox me(rt);
-//   rt.send(server, request{me.self()});
-//   auto r = me.receive(on<reply>(), after(1s));     // blocks up to one second
-//
-// Thread-safety: like a process, a mailbox has one owner; use it from one thread at a time. Its
-// pid may be sent anywhere. When the mailbox is destroyed it exits with reason `normal` (links
-// and monitors fire). If an exit signal kills it (it is linked and does not trap exits), the
-// next receive throws exit_exception with the reason. A mailbox must not outlive its runtime.
+// beamlet/core/mailbox.hpp: renamed <beamlet/core/scoped_process.hpp> (the class `mailbox` is now
+// `scoped_process`); this path is deprecated in 0.2 and goes away in 0.3. Define
+// BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the warning.
 #pragma once
 
-#include <coroutine>
-#include <type_traits>
-#include <utility>
-
-#include <beamlet/core/config.hpp>
-#include <beamlet/core/detail/core.hpp>
-#include <beamlet/core/process.hpp>
-#include <beamlet/core/receive.hpp>
-
-BEAMLET_BEGIN_NAMESPACE
-
-class runtime;
-
-class mailbox final : public basic_process {
- public:
-  explicit mailbox(runtime& rt);
-  ~mailbox();
-
-  /// Blocking selective receive: `me.receive(on<T>()..., after(t))`.
-  template <class... Args>
-  auto receive(Args&&... args) {
-    typename detail::receive_types<Args...>::request op(
-        std::type_identity<typename detail::receive_types<Args...>::shape>{},
-        std::forward<Args>(args)...);
-    detail::receive_blocking(p_, op);
-    return op.take_result();
-  }
-
- private:
-  explicit mailbox(const detail::external_handle& h) noexcept : basic_process(h.p, h.rt, h.self) {}
-};
-
-namespace detail {
-
-/// A receive an outside thread has already completed (blocking), as an awaitable that is
-/// always ready: lets protocol coroutines written for processes run on a mailbox.
-template <class R>
-class completed_receive {
- public:
-  explicit completed_receive(R r) noexcept(std::is_nothrow_move_constructible_v<R>)
-      : r_(std::move(r)) {}
-  bool await_ready() const noexcept { return true; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {}
-  R await_resume() { return std::move(r_); }
-
- private:
-  R r_;
-};
-
-/// An outside thread waits in real time.
-inline clock_time wait_now(const mailbox&) noexcept {
-  return std::chrono::steady_clock::now();
-}
-
-/// The mailbox counterpart of receive_on(process&, ...): blocks the thread, then is ready.
-template <class... Args>
-auto receive_on(mailbox& me, Args&&... args) {
-  using R = decltype(me.receive(std::forward<Args>(args)...));
-  static_assert(!std::is_void_v<R>, "receive_on: value-style receives only");
-  return completed_receive<R>(me.receive(std::forward<Args>(args)...));
-}
-
-}  // namespace detail
-
-BEAMLET_END_NAMESPACE
+#ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
+#pragma GCC warning "<beamlet/core/mailbox.hpp> is deprecated: include <beamlet/core/scoped_process.hpp>"
+#endif
+#include <beamlet/core/scoped_process.hpp>

@@ -19,7 +19,7 @@
 //    yield, sleep); a process blocked in receive is woken for it.
 //
 // Thread-safety: a `process&` may only be used by the process itself, inside its body. Other
-// threads use `runtime` (or a `mailbox`), addressing the process by pid.
+// threads use `runtime` (or a `scoped_process`), addressing the process by pid.
 #pragma once
 
 #include <chrono>
@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include <beamlet/core/clock.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/detail/core.hpp>
 #include <beamlet/core/exit_reason.hpp>
@@ -43,9 +44,6 @@
 #include <beamlet/core/task.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
-
-/// A point in a runtime's time (beamlet/core/clock.hpp).
-using clock_time = std::chrono::steady_clock::time_point;
 
 /// Result of spawn_monitor: the new process and the monitor on it.
 struct spawn_result {
@@ -67,10 +65,12 @@ struct spawn_options {
 /// How a process waits for a child's init acknowledgement in proc_lib-style starts (see
 /// beamlet/otp/proc_lib.hpp). A process flag, like trap_exit: a supervisor sets it once and every
 /// start function it runs follows it.
-enum class ack_wait : std::uint8_t {
+enum class ack_wait_mode : std::uint8_t {
   scan,    ///< keyed on the child's pid, as OTP 25-27: examines the whole mailbox
   marker,  ///< keyed on a fresh marked ref: skips the backlog (erlang/otp PR #11633)
 };
+/// The enum's name before 0.2 (it is now the name of the process flag's accessors).
+using ack_wait [[deprecated("beamlet::ack_wait is now beamlet::ack_wait_mode")]] = ack_wait_mode;
 
 /// Tag for demonitor: also remove a DOWN for this monitor that is already queued.
 struct flush_t {
@@ -83,7 +83,7 @@ template <class F>
 pid spawn_body(runtime_core& rt, proc* parent, F&& body, spawn_options flags, ref* monitor_ref);
 }  // namespace detail
 
-/// The operations shared by coroutine processes and outside-thread mailboxes.
+/// The operations shared by coroutine processes and scoped processes (outside threads).
 class basic_process {
  public:
   basic_process(const basic_process&) = delete;
@@ -145,7 +145,7 @@ class basic_process {
   ref send_after(pid to, T&& msg, timeout_value delay) const {
     return detail::send_node_after(*rt_, to, detail::make_message(std::forward<T>(msg)), delay);
   }
-  /// Cancels a send_after timer; returns the time that was left (clock::duration::max() for
+  /// Cancels a send_after timer; returns the time that was left (clock_time::duration::max() for
   /// an infinite one), or nullopt if the timer had already fired, was cancelled, or is unknown
   /// (the null ref included).
   std::optional<std::chrono::nanoseconds> cancel_timer(ref timer) const;
@@ -208,9 +208,17 @@ class basic_process {
   bool trap_exit(bool on) noexcept;
   bool trap_exit() const noexcept;
 
-  /// The ack wait used by proc_lib-style starts this process makes. Returns the previous value.
-  ack_wait set_ack_wait(ack_wait mode) noexcept;
-  ack_wait get_ack_wait() const noexcept;
+  /// The ack wait used by proc_lib-style starts this process makes (a process flag, read and
+  /// set like trap_exit). Returns the previous value.
+  ack_wait_mode ack_wait(ack_wait_mode mode) noexcept;
+  ack_wait_mode ack_wait() const noexcept;
+  /// The accessors' names before 0.2.
+  [[deprecated("use ack_wait(mode)")]] ack_wait_mode set_ack_wait(ack_wait_mode mode) noexcept {
+    return ack_wait(mode);
+  }
+  [[deprecated("use ack_wait()")]] ack_wait_mode get_ack_wait() const noexcept {
+    return ack_wait();
+  }
 
   // -- monitors (spec §3) ------------------------------------------------------------------
 
@@ -359,7 +367,7 @@ class process final : public basic_process {
 namespace detail {
 
 /// `co_await receive_on(self, clauses...)`: protocol code written once for processes and, through
-/// run_to_completion, for outside-thread mailboxes (see the overload in mailbox.hpp).
+/// run_to_completion, for scoped processes (see the overload in scoped_process.hpp).
 template <class... Args>
 auto receive_on(process& self, Args&&... args) {
   return self.receive(std::forward<Args>(args)...);

@@ -35,7 +35,7 @@ class basic_process;
 enum class process_status : std::uint8_t {
   running,   ///< on a scheduler thread now
   runnable,  ///< queued to run
-  waiting,   ///< parked in a receive (or a mailbox's wait)
+  waiting,   ///< parked in a receive (or a scoped_process's wait)
   exiting,   ///< ending: its links and monitors are being told
 };
 /// "running", "runnable", "waiting", "exiting" (OTP's words).
@@ -47,8 +47,8 @@ struct process_details {
   /// The lists (links, monitors, monitored_names, waiting_for) were read: the process was
   /// parked, or asked about itself. Everything else is always filled in.
   bool complete = false;
-  /// A mailbox: the identity of an outside thread (beamlet/core/mailbox.hpp).
-  bool mailbox = false;
+  /// The identity of an outside thread (a scoped_process, beamlet/core/scoped_process.hpp).
+  bool outside_thread = false;
   /// Messages queued and not yet received, priority messages included, and those not yet moved
   /// out of the inbox (where exit and monitor signals in flight count too: telling them apart
   /// would cost every send a look at the node's type).
@@ -71,7 +71,7 @@ struct process_details {
   std::string waiting_for;
   /// The body's type (for a gen_server, the server class), demangled.
   std::string initial_call;
-  beamlet::pid parent;                  ///< the spawner (null for a mailbox)
+  beamlet::pid parent;                  ///< the spawner (null for a scoped_process)
   std::vector<beamlet::pid> ancestors;  ///< parent, its parent... while they are alive
   /// Bytes: the process record and body, its coroutine frames, and its queued messages.
   std::size_t memory = 0;
@@ -83,7 +83,7 @@ struct process_details {
 /// The state of `p`, or nullopt if it is not alive.
 std::optional<process_details> process_info(runtime& rt, pid p);
 std::optional<process_details> process_info(basic_process& self, pid p);
-/// Every live pid, mailboxes included, in pid (creation) order.
+/// Every live pid, scoped processes included, in pid (creation) order.
 std::vector<pid> processes(runtime& rt);
 std::vector<pid> processes(basic_process& self);
 

@@ -117,7 +117,7 @@ class runtime {
   // -- state -------------------------------------------------------------------------------------
   bool is_alive(pid p) const noexcept;
   /// The runtime's time (runtime_options::clock).
-  runtime_clock::time_point now() const noexcept;
+  clock_time now() const noexcept;
   /// Processes in the process table (mailboxes included). An exiting process leaves the table
   /// before its links and monitors are told, so a DOWN received means it is no longer counted.
   std::size_t process_count() const noexcept;

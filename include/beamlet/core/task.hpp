@@ -226,7 +226,8 @@ T run_to_completion(task<T> t) {
       // No budget and no stack floor here: nothing may ask this thread to yield.
       exchange_run_context(run_context{0, std::numeric_limits<int>::max(), 0})};
   h.resume();
-  if (!h.done()) throw std::logic_error("beamlet: a blocking operation suspended (use a mailbox)");
+  if (!h.done())
+    throw std::logic_error("beamlet: a blocking operation suspended (use a scoped_process)");
   return h.promise().take();
 }
 

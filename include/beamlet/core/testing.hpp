@@ -7,7 +7,7 @@
 // through watch()/run().
 //
 //   beamlet::runtime rt;
-//   beamlet::mailbox me(rt);
+//   beamlet::scoped_process me(rt);
 //   rt.send(server, ping{me.self()});
 //   auto p = beamlet::testing::assert_receive<pong>(me);            // within 1 s, or throws
 //   beamlet::testing::refute_receive<pong>(me, 50ms);               // no second pong
@@ -41,10 +41,10 @@
 #include <beamlet/core/detail/core.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/receive.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/system_messages.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
@@ -78,7 +78,7 @@ struct always {
 /// Waits up to `t` for a message of type T passing `pred` (oldest first, as a receive) and
 /// returns it; throws assertion_failure otherwise. Other messages stay queued.
 template <class T, class Pred = detail::always>
-T assert_receive(mailbox& me, timeout_value t = std::chrono::seconds(1), Pred pred = {}) {
+T assert_receive(scoped_process& me, timeout_value t = std::chrono::seconds(1), Pred pred = {}) {
   auto m = me.receive(on<T>().when(std::move(pred)), after(t));
   if (!m)
     throw assertion_failure("assert_receive: no message of type " + detail::type_of<T>() +
@@ -100,7 +100,8 @@ task<T> assert_receive(process& self, timeout_value t = std::chrono::seconds(1),
 /// Expects no message of type T passing `pred` within `t`; throws assertion_failure if one is
 /// (or was already) there. Other messages stay queued.
 template <class T, class Pred = detail::always>
-void refute_receive(mailbox& me, timeout_value t = std::chrono::milliseconds(100), Pred pred = {}) {
+void refute_receive(scoped_process& me, timeout_value t = std::chrono::milliseconds(100),
+                    Pred pred = {}) {
   if (me.receive(on<T>().when(std::move(pred)), after(t)))
     throw assertion_failure("refute_receive: got a message of type " + detail::type_of<T>() +
                             " within " + detail::describe(t));
@@ -146,7 +147,7 @@ class watched {
   }
 
  private:
-  mailbox box_;
+  scoped_process box_;
   pid pid_;
   ref ref_;
   std::optional<exit_reason> reason_;

@@ -22,14 +22,11 @@
 #include <optional>
 #include <type_traits>
 
+#include <beamlet/core/clock.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/error.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
-
-namespace detail {
-using clock = std::chrono::steady_clock;
-}  // namespace detail
 
 /// `infinity`: wait forever (`after(infinity)`, `call(..., infinity)`).
 struct infinity_t {
@@ -53,10 +50,8 @@ class timeout_value {
 
   constexpr bool finite() const noexcept { return ns_ != infinite_ns; }
   constexpr bool is_infinity() const noexcept { return ns_ == infinite_ns; }
-  /// The duration; detail::clock::duration::max() for infinity.
-  constexpr detail::clock::duration duration() const noexcept {
-    return detail::clock::duration(ns_);
-  }
+  /// The duration; clock_time::duration::max() for infinity.
+  constexpr clock_time::duration duration() const noexcept { return clock_time::duration(ns_); }
   /// Whole milliseconds, rounded up (Erlang prints timeouts in ms); nullopt for infinity.
   constexpr std::optional<std::int64_t> milliseconds() const noexcept {
     if (!finite()) return std::nullopt;
@@ -66,7 +61,7 @@ class timeout_value {
   friend constexpr bool operator==(timeout_value, timeout_value) noexcept = default;
 
  private:
-  using rep = detail::clock::duration::rep;
+  using rep = clock_time::duration::rep;
   static constexpr rep infinite_ns = std::numeric_limits<rep>::max();
   // Durations at or past this many nanoseconds are infinity: far enough below the maximum that
   // a deadline computed from one (now + timeout) cannot overflow either.
@@ -99,10 +94,10 @@ namespace detail {
 
 /// `from + t`, or time_point::max() for infinity (never overflows: finite timeouts are bounded
 /// well below the clock's range).
-constexpr clock::time_point deadline_after(clock::time_point from, timeout_value t) noexcept {
-  if (!t.finite()) return clock::time_point::max();
-  if (from.time_since_epoch() > clock::duration::max() - t.duration())
-    return clock::time_point::max();
+constexpr clock_time deadline_after(clock_time from, timeout_value t) noexcept {
+  if (!t.finite()) return clock_time::max();
+  if (from.time_since_epoch() > clock_time::duration::max() - t.duration())
+    return clock_time::max();
   return from + t.duration();
 }
 

@@ -41,6 +41,7 @@
 #include <beamlet/core/expected.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/dist/error.hpp>
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/term.hpp>
 
@@ -88,9 +89,10 @@ struct node_info {
   std::uint16_t port = 0;
 };
 
-/// Starts distribution on `rt`. Errors: already started, a bad name, the listen port taken,
-/// epmd unreachable or refusing the name (`name` in use), no cookie.
-expected<node_info, std::string> start(runtime& rt, node_options opts);
+/// Starts distribution on `rt`. Errors (beamlet/dist/error.hpp): dist_errc::already_started,
+/// bad_name, no_cookie, bad_options, epmd_unreachable, epmd_refused (the name is in use),
+/// epmd_protocol, timed_out; or the listen socket's own error (std::errc::address_in_use...).
+expected<node_info, std::error_code> start(runtime& rt, node_options opts);
 /// Stops distribution: every connection is closed (links and monitors across them end with
 /// noconnection), the name is unregistered from epmd. Returns false if it was not started.
 bool stop(runtime& rt);

@@ -15,7 +15,7 @@
 //    trust). While nobody wants the next packet the socket is not read, so a slow owner slows
 //    the peer down through TCP's own window.
 //
-// Framing (socket_options::packet): raw (whatever one read returns), 1-, 2- or 4-byte
+// Framing (socket_options::framing): raw (whatever one read returns), 1-, 2- or 4-byte
 // big-endian length prefixes ({packet, N}: sends get the prefix added, receives have it
 // removed), or lines ending in '\n' (the newline is kept, as gen_tcp does). A frame larger
 // than max_packet is an error before anything is allocated for it, and closes the socket.
@@ -103,7 +103,9 @@ enum class send_full : std::uint8_t {
 };
 
 struct socket_options {
-  framing packet = framing::raw;
+  /// gen_tcp's {packet, ...} option. (The member is named after its type, so the type is
+  /// spelled qualified here; it was `packet` before 0.2.)
+  net::framing framing = net::framing::raw;
   /// Largest packet received or sent, header excluded (a line counts its newline); for raw,
   /// the most one read returns. 1..1 GiB; at most 255 for prefix1 and 65,535 for prefix2.
   std::size_t max_packet = 1 << 20;

@@ -1,6 +1,6 @@
 // beamlet/observe/http_endpoint.hpp: the operator's HTTP endpoint (opt-in, loopback by default).
 //
-//   auto ep = beamlet::http_endpoint::start(rt, {.port = 9100});
+//   auto ep = beamlet::http_endpoint::start(rt, {.port = 9100});  // or the error: port taken...
 //   // curl http://127.0.0.1:9100/metrics     Prometheus text (beamlet/observe/metrics.hpp)
 //   // curl http://127.0.0.1:9100/processes   JSON: the top view (?n=20&by=message_queue_len)
 //   // curl http://127.0.0.1:9100/tree        JSON: the supervision tree
@@ -50,9 +50,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <beamlet/core/config.hpp>
+#include <beamlet/core/expected.hpp>
 #include <beamlet/core/ids.hpp>
 #include <beamlet/otp/child_spec.hpp>
 
@@ -129,9 +131,11 @@ struct http_endpoint_options {
 class http_endpoint {
  public:
   /// Starts an endpoint owned by nobody: it runs until stop(), the handle's destruction or the
-  /// runtime's shutdown. Throws std::system_error when the address cannot be bound, and
-  /// std::invalid_argument for an address that is not numeric or zero limits.
-  static http_endpoint start(runtime& rt, http_endpoint_options opts = {});
+  /// runtime's shutdown. When the address cannot be bound (the port is taken, say), returns the
+  /// operating system's error (std::errc::address_in_use...); options that can never work (an
+  /// address that is not numeric, zero limits) are a programming error: std::invalid_argument.
+  static expected<http_endpoint, std::error_code> start(runtime& rt,
+                                                        http_endpoint_options opts = {});
 
   http_endpoint(http_endpoint&&) noexcept;
   http_endpoint& operator=(http_endpoint&&) noexcept;

@@ -3,7 +3,7 @@
 //   std::string text = beamlet::prometheus_metrics(rt);   // what GET /metrics serves
 //
 // What is exported (all prefixed beamlet_):
-//   processes, mailboxes                       gauges: alive now
+//   processes, scoped_processes                gauges: alive now
 //   spawns_total                               counter
 //   exits_total{reason="normal|shutdown|killed|error"}
 //   messages_total                             counter: messages that reached a process's queue
@@ -20,6 +20,8 @@
 //   http_connections_open, http_connections_total, http_requests_total, http_rejected_total,
 //   http_timeouts_total, http_bad_requests_total, http_accept_errors_total,
 //   http_queued_bytes, http_slow_closed_total{port="..."}          each HTTP endpoint
+// and, last, the application's own families (beamlet/observe/app_metrics.hpp), under their own
+// names.
 // Counters count since the runtime started (Prometheus derives rates, e.g. the start_child
 // rate, with rate()). messages_total is published by each scheduler between runs (at least
 // every 16 runs, and whenever it idles), so it may trail by a scheduler's last few runs. Collecting

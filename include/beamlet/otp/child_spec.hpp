@@ -134,6 +134,15 @@ class start_function {
         target_(&typeid(F)) {}
 
   explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  /// What the start function starts: child_spec takes its type from here unless told
+  /// otherwise (with_type), so the *_start helpers of supervisors and acceptor pools need no
+  /// `.with_type(child_type::supervisor)`. A worker unless marked.
+  child_type type() const noexcept { return type_; }
+  /// Marks the start function as starting a `t` (the helpers that start supervisors do).
+  start_function&& of_type(child_type t) && {
+    type_ = t;
+    return std::move(*this);
+  }
   /// What supervisor reports name as the child's start (OTP's mfargs): the server class for
   /// worker_start<S>, the supervisor kind for the *_start helpers, else the callable's type.
   const std::type_info& target() const noexcept {
@@ -153,6 +162,7 @@ class start_function {
  private:
   std::function<signature> fn_;
   const std::type_info* target_ = nullptr;
+  child_type type_ = child_type::worker;
 };
 
 /// Exponential backoff between the restarts of one child (beyond OTP, like Akka's backoff
@@ -186,8 +196,9 @@ struct restart_backoff {
 class child_spec {
  public:
   child_spec() = default;
+  /// The type is the start function's (a worker unless it starts a supervisor).
   child_spec(std::string child_id, start_function start_fn)
-      : id(std::move(child_id)), start(std::move(start_fn)) {}
+      : id(std::move(child_id)), start(std::move(start_fn)), type(start.type()) {}
 
   child_spec&& with_restart(restart_type r) && {
     restart = r;
@@ -220,6 +231,7 @@ class child_spec {
   restart_type restart = restart_type::permanent;
   /// nullopt: 5000 ms for a worker, infinity for a supervisor.
   std::optional<shutdown_spec> shutdown;
+  /// What start.type() says, unless with_type was given.
   child_type type = child_type::worker;
   /// Informational, as OTP's `modules` (which_children reports it).
   std::vector<std::string> modules;
@@ -281,6 +293,33 @@ start_function worker_start_named(std::string name, Args... args) {
          })
       .template naming<S>();
 }
+
+template <class S>
+class server_ref;
+namespace detail {
+template <class R>
+inline constexpr bool is_server_ref = false;
+template <class S>
+inline constexpr bool is_server_ref<server_ref<S>> = true;
+}  // namespace detail
+
+/// As worker_start_named, with the name (and the server's type) taken from a server_ref, so that
+/// a service writes its server's name once and uses the same value to start and to reach it:
+///
+///   const server_ref<counter> the_counter("counter");
+///   child_spec("counter", worker_start_named(the_counter));   // starts it under that name
+///   co_await call(self, the_counter, incr{});                   // finds whoever holds it
+///
+/// A server_ref by pid or via name names nothing to register: std::invalid_argument.
+template <class Ref, class... Args>
+  requires detail::is_server_ref<Ref> start_function worker_start_named(const Ref& ref,
+                                                                        Args... args) {
+    if (!ref.by_name())
+      throw std::invalid_argument("beamlet: worker_start_named needs a server_ref by name, not " +
+                                  ref.to_string());
+    using S = typename Ref::server_type;
+    return worker_start_named<S>(ref.name(), std::move(args)...);
+  }
 
 namespace detail {
 template <class S, class... Extra, std::size_t... I, class... Args>

@@ -11,11 +11,11 @@
 // start function's own error reason (an exception thrown by it becomes that reason).
 //
 // The cost model is the point of this class. A child start ends with a selective receive for
-// the child's init ack inside the supervisor process. With ack_wait::scan (the default, what
+// the child's init ack inside the supervisor process. With ack_wait_mode::scan (the default, what
 // OTP 25-27 do) that receive examines every message queued in the supervisor, so under a flood
 // of start_child requests each start costs O(queue) and throughput collapses: the March 2026
-// outage. ack_wait::marker keys the wait on a fresh marked ref, so the backlog is skipped and a
-// start costs O(1) whatever is queued (what erlang/otp PR #11633 proposes). Results are
+// outage. ack_wait_mode::marker keys the wait on a fresh marked ref, so the backlog is skipped and
+// a start costs O(1) whatever is queued (what erlang/otp PR #11633 proposes). Results are
 // identical; choose marker for any supervisor that may face bursts of starts, and scan to
 // reproduce BEAM. A failed restart is retried behind the queued messages ($gen_restart), and
 // every retry counts toward the intensity.
@@ -43,8 +43,8 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/otp/child_spec.hpp>
 #include <beamlet/otp/gen_server.hpp>
@@ -122,7 +122,7 @@ class dynamic_supervisor {
   /// docs/gcc12-coroutines.md).
   static task<start_result> start_link(process& self, supervisor_options opts,
                                        const dynamic_supervisor_flags& flags);
-  static start_result start_link(mailbox& me, supervisor_options opts,
+  static start_result start_link(scoped_process& me, supervisor_options opts,
                                  const dynamic_supervisor_flags& flags);
 
   // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
@@ -157,15 +157,15 @@ class dynamic_supervisor {
                      exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
 
   // Blocking forms for outside threads.
-  static sup_result<start_result> start_child(mailbox& me, dynamic_supervisor_ref sup,
+  static sup_result<start_result> start_child(scoped_process& me, dynamic_supervisor_ref sup,
                                               child_spec spec, timeout_value timeout = infinity);
-  static sup_result<void> terminate_child(mailbox& me, dynamic_supervisor_ref sup, pid child,
+  static sup_result<void> terminate_child(scoped_process& me, dynamic_supervisor_ref sup, pid child,
                                           timeout_value timeout = infinity);
-  static std::vector<child_info> which_children(mailbox& me, dynamic_supervisor_ref sup,
+  static std::vector<child_info> which_children(scoped_process& me, dynamic_supervisor_ref sup,
                                                 timeout_value timeout = infinity);
-  static child_counts count_children(mailbox& me, dynamic_supervisor_ref sup,
+  static child_counts count_children(scoped_process& me, dynamic_supervisor_ref sup,
                                      timeout_value timeout = infinity);
-  static void stop(mailbox& me, dynamic_supervisor_ref sup,
+  static void stop(scoped_process& me, dynamic_supervisor_ref sup,
                    exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
 
   /// Forces shedding on or off, or back to automatic, at once: the switch is read by the

@@ -55,8 +55,8 @@
 #include <beamlet/core/detail/core.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
 #include <beamlet/otp/detail/gen_server_dispatch.hpp>
@@ -78,7 +78,7 @@ struct server_options {
   /// How long to wait for init; infinity is OTP's default.
   timeout_value timeout{};
   /// How to wait for the ack; nullopt follows the starting process's ack_wait flag.
-  std::optional<ack_wait> wait{};
+  std::optional<ack_wait_mode> wait{};
   /// Bounds the server's mailbox (beamlet/core/mailbox_limit.hpp): requests over the capacity are
   /// refused, and their calls fail at once with call_error kind mailbox_full. drop_newest or
   /// reject; drop_oldest gives {error, {invalid_mailbox_limit, drop_oldest}} (it would drop
@@ -112,7 +112,7 @@ class gen_server {
   }
   /// start_link from an outside thread (blocks it); the server is linked to the mailbox.
   template <class... Args>
-  static start_result start_link(mailbox& me, server_options opts, Args&&... args) {
+  static start_result start_link(scoped_process& me, server_options opts, Args&&... args) {
     return detail::run_to_completion(
         start_task<true>(me, opts, std::decay_t<Args>(std::forward<Args>(args))...));
   }
@@ -137,7 +137,8 @@ class gen_server {
     // drop_oldest would drop call requests after the send succeeded: their callers would wait
     // for a reply that cannot come. A server's bound must refuse at the door.
     if (opts.mailbox.capacity != 0 && opts.mailbox.policy == overflow_policy::drop_oldest)
-      co_return start_result::error(exit_reason::error("{invalid_mailbox_limit,drop_oldest}"));
+      co_return start_result::error(
+          exit_reason::error_tuple("invalid_mailbox_limit", reason_atom{"drop_oldest"}));
     if (!opts.name.empty()) {
       if (const pid holder = detail::whereis_in(*detail::runtime_of(self), opts.name))
         co_return start_result::error(exit_reason::error(detail::already_started(holder)));

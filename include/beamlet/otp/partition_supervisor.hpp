@@ -48,8 +48,8 @@
 
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
 #include <beamlet/core/via.hpp>
@@ -114,7 +114,7 @@ struct partition_supervisor_options {
   int period = 5;
   timeout_value timeout;
   /// How the supervisor waits for its children's init acks.
-  ack_wait wait = ack_wait::scan;
+  ack_wait_mode wait = ack_wait_mode::scan;
   /// Start-rate limit over all partitions together, applied by start_child below (in the
   /// caller: a refused start never reaches a partition). Per partition, give the partitions'
   /// dynamic_supervisor_flags a start_rate. Invalid: {supervisor_data, {invalid_start_rate, R}}.
@@ -126,7 +126,7 @@ class partition_supervisor {
   /// Starts the supervisor and its partitions; bad options give {error, ...} (header comment).
   /// `opts` is read before the task first suspends.
   static task<start_result> start_link(process& self, const partition_supervisor_options& opts);
-  static start_result start_link(mailbox& me, const partition_supervisor_options& opts);
+  static start_result start_link(scoped_process& me, const partition_supervisor_options& opts);
 
   /// DynamicSupervisor.start_child on key's partition, after the total start rate: over it,
   /// {error, rate_limited} at once and nothing is started. The partitions must be dynamic
@@ -157,12 +157,12 @@ class partition_supervisor {
                      timeout_value timeout = infinity);
 
   // Blocking forms for outside threads.
-  static std::vector<child_info> which_children(mailbox& me, supervisor_ref sup,
+  static std::vector<child_info> which_children(scoped_process& me, supervisor_ref sup,
                                                 timeout_value timeout = infinity);
-  static child_counts count_children(mailbox& me, supervisor_ref sup,
+  static child_counts count_children(scoped_process& me, supervisor_ref sup,
                                      timeout_value timeout = infinity);
-  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
-                   timeout_value timeout = infinity);
+  static void stop(scoped_process& me, supervisor_ref sup,
+                   exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
 };
 
 /// A start function for a partition supervisor nested in another supervisor.

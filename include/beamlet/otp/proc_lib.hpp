@@ -3,14 +3,15 @@
 // A starter spawns a child and blocks in a selective receive until the child reports how its
 // initialisation went (`starter::ack`, proc_lib:init_ack). Every gen_server, and so every
 // supervisor child start, goes through it. How the starter waits is selectable, per call or as a
-// process flag (`set_ack_wait`):
+// process flag (`ack_wait(mode)`):
 //
-//  * ack_wait::scan   - the receive is keyed on the child's pid, as in OTP 25-27. It cannot skip
-//                       anything, so it examines the starter's whole mailbox once, then each new
-//                       arrival. A supervisor with N queued requests pays O(N) per child start:
-//                       the outage (spec §1.3 rules 19-20).
-//  * ack_wait::marker - the receive is keyed on a ref made (with a receive marker) just before
-//                       the spawn, as erlang/otp PR #11633 proposes: O(1) whatever the backlog.
+//  * ack_wait_mode::scan   - the receive is keyed on the child's pid, as in OTP 25-27. It
+//                            cannot skip anything, so it examines the starter's whole mailbox
+//                            once, then each new arrival. A supervisor with N queued requests
+//                            pays O(N) per child start: the outage (spec §1.3 rules 19-20).
+//  * ack_wait_mode::marker - the receive is keyed on a ref made (with a receive marker) just
+//                            before the spawn, as erlang/otp PR #11633 proposes: O(1) whatever
+//                            the backlog.
 //
 // Both modes give identical observable results (return values, and what is left in the
 // mailbox); only the cost differs. Results follow OTP 25 (§5.3-5.5):
@@ -33,9 +34,9 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/receive.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/system_messages.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
@@ -78,7 +79,7 @@ struct start_options {
   /// How long to wait for the ack; infinity is OTP's default.
   timeout_value timeout{};
   /// How to wait; nullopt uses the starting process's ack_wait flag.
-  std::optional<ack_wait> wait{};
+  std::optional<ack_wait_mode> wait{};
   /// Bounds the child's mailbox (beamlet/core/mailbox_limit.hpp); unbounded by default.
   mailbox_limit mailbox{};
 };
@@ -143,7 +144,7 @@ namespace detail {
 /// proc_lib:start_link's protocol, for a process or (blocking) a mailbox.
 template <class Self, class Fn>
 task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
-  if (opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan) {
+  if (opts.wait.value_or(self.ack_wait()) == ack_wait_mode::scan) {
     // OTP 25 sync_start_link/2: {ack, Pid, Ret} or {'EXIT', Pid, Reason}, keyed on the pid.
     const pid child = self.spawn_opt(child_body(std::move(fn), starter(self.self(), ref())),
                                      {.link = true, .mailbox = opts.mailbox})
@@ -184,7 +185,7 @@ task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
     if (!opts.timeout.finite()) {
       for (;;) co_await receive_on(self, since(tag), ack_tagged(tag));
     }
-    const auto left = std::max(clock::duration::zero(), deadline - wait_now(self));
+    const auto left = std::max(clock_time::duration::zero(), deadline - wait_now(self));
     co_await receive_on(self, since(tag), ack_tagged(tag), after(left));
   } else {
     self.demonitor(sr.monitor, flush);
@@ -207,7 +208,7 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
 /// start_link from an outside thread: blocks the thread that owns `me`. Same protocol, with
 /// the mailbox's ack_wait flag (scan unless set).
 template <class F>
-start_result start_link(mailbox& me, F&& body, start_options opts = {}) {
+start_result start_link(scoped_process& me, F&& body, start_options opts = {}) {
   detail::check_child_body<F>();
   return detail::run_to_completion(
       detail::start_link_protocol(me, std::decay_t<F>(std::forward<F>(body)), opts));
@@ -219,7 +220,7 @@ task<start_result> start(process& self, F&& body, start_options opts = {}) {
   detail::check_awaited_child_body<F>();
   using Fn = std::decay_t<F>;
   Fn fn(std::forward<F>(body));
-  const bool scan = opts.wait.value_or(self.get_ack_wait()) == ack_wait::scan;
+  const bool scan = opts.wait.value_or(self.ack_wait()) == ack_wait_mode::scan;
   // OTP 25 sync_start/2 waits on {ack, Pid, Ret} (pid-keyed) or {'DOWN', Ref, ...}: no marker.
   const ref tag = scan ? ref() : self.make_ref(marked);
   const spawn_result sr =

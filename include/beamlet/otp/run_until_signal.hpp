@@ -3,7 +3,7 @@
 //
 //   int main() {
 //     beamlet::runtime rt;
-//     beamlet::mailbox me(rt);
+//     beamlet::scoped_process me(rt);
 //     const auto top = beamlet::supervisor::start_link(me, {}, init);
 //     if (!top.is_ok()) return 1;
 //     return beamlet::run_until_signal(rt, top.pid()).exit_code();

@@ -36,8 +36,8 @@
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/expected.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
 #include <beamlet/otp/child_spec.hpp>
@@ -136,7 +136,7 @@ struct supervisor_options {
   /// Start timeout (infinity by default).
   timeout_value timeout{};
   /// How the supervisor waits for its children's init acks (default: scan, as OTP).
-  ack_wait wait = ack_wait::scan;
+  ack_wait_mode wait = ack_wait_mode::scan;
   /// Bounds the supervisor's mailbox (beamlet/core/mailbox_limit.hpp; drop_newest or reject, as for
   /// any gen_server). Requests it refuses fail at once: those answered with a sup_result
   /// (start_child, terminate_child...) with sup_errc::mailbox_full, which_children and
@@ -167,7 +167,8 @@ class supervisor {
   static task<start_result> start_link(process& self, supervisor_options opts,
                                        supervisor_flags flags, std::vector<child_spec> children);
   /// start_link from an outside thread (the supervisor is linked to the mailbox).
-  static start_result start_link(mailbox& me, supervisor_options opts, supervisor_init_fn init);
+  static start_result start_link(scoped_process& me, supervisor_options opts,
+                                 supervisor_init_fn init);
 
   // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
   // and, with a finite `timeout`, when the supervisor does not answer in time.
@@ -197,22 +198,22 @@ class supervisor {
                      timeout_value timeout = infinity);
 
   // Blocking forms for outside threads.
-  static sup_result<start_result> start_child(mailbox& me, supervisor_ref sup, child_spec spec,
-                                              timeout_value timeout = infinity);
-  static sup_result<void> terminate_child(mailbox& me, supervisor_ref sup, std::string id,
+  static sup_result<start_result> start_child(scoped_process& me, supervisor_ref sup,
+                                              child_spec spec, timeout_value timeout = infinity);
+  static sup_result<void> terminate_child(scoped_process& me, supervisor_ref sup, std::string id,
                                           timeout_value timeout = infinity);
-  static sup_result<start_result> restart_child(mailbox& me, supervisor_ref sup, std::string id,
-                                                timeout_value timeout = infinity);
-  static sup_result<void> delete_child(mailbox& me, supervisor_ref sup, std::string id,
+  static sup_result<start_result> restart_child(scoped_process& me, supervisor_ref sup,
+                                                std::string id, timeout_value timeout = infinity);
+  static sup_result<void> delete_child(scoped_process& me, supervisor_ref sup, std::string id,
                                        timeout_value timeout = infinity);
-  static std::vector<child_info> which_children(mailbox& me, supervisor_ref sup,
+  static std::vector<child_info> which_children(scoped_process& me, supervisor_ref sup,
                                                 timeout_value timeout = infinity);
-  static child_counts count_children(mailbox& me, supervisor_ref sup,
+  static child_counts count_children(scoped_process& me, supervisor_ref sup,
                                      timeout_value timeout = infinity);
-  static sup_result<child_spec> get_childspec(mailbox& me, supervisor_ref sup, std::string id,
-                                              timeout_value timeout = infinity);
-  static void stop(mailbox& me, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
-                   timeout_value timeout = infinity);
+  static sup_result<child_spec> get_childspec(scoped_process& me, supervisor_ref sup,
+                                              std::string id, timeout_value timeout = infinity);
+  static void stop(scoped_process& me, supervisor_ref sup,
+                   exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
 };
 
 /// A start function for a nested supervisor: `child_spec("sub", supervisor_start(flags,

@@ -26,8 +26,8 @@
 #include <utility>
 
 #include <beamlet/core/config.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
 #include <beamlet/otp/gen_server/client.hpp>
@@ -115,7 +115,7 @@ task<S> get_state(process& self, server_ref<S> server,
       self, std::move(server), [](const S& s) { return s; }, timeout);
 }
 template <class S, class F>
-auto get_state(mailbox& me, server_ref<S> server, F f,
+auto get_state(scoped_process& me, server_ref<S> server, F f,
                timeout_value timeout = detail::sys_default_timeout) {
   using R = std::decay_t<std::invoke_result_t<F&, const S&>>;
   server_ref<void> to = detail::untyped(server);
@@ -123,7 +123,7 @@ auto get_state(mailbox& me, server_ref<S> server, F f,
       me, std::move(to), detail::state_request<S>(std::move(f)), "sys:get_state", timeout)));
 }
 template <class S>
-S get_state(mailbox& me, server_ref<S> server,
+S get_state(scoped_process& me, server_ref<S> server,
             timeout_value timeout = detail::sys_default_timeout) {
   static_assert(std::is_copy_constructible_v<S>,
                 "sys::get_state<S>: S is not copyable; pass a projection (const S&) -> R");
@@ -134,32 +134,33 @@ S get_state(mailbox& me, server_ref<S> server,
 /// sys:get_status/1.
 task<server_status> get_status(process& self, server_ref<void> server,
                                timeout_value timeout = detail::sys_default_timeout);
-server_status get_status(mailbox& me, server_ref<void> server,
+server_status get_status(scoped_process& me, server_ref<void> server,
                          timeout_value timeout = detail::sys_default_timeout);
 /// sys:suspend/1 and sys:resume/1.
 task<> suspend(process& self, server_ref<void> server,
                timeout_value timeout = detail::sys_default_timeout);
-void suspend(mailbox& me, server_ref<void> server,
+void suspend(scoped_process& me, server_ref<void> server,
              timeout_value timeout = detail::sys_default_timeout);
 task<> resume(process& self, server_ref<void> server,
               timeout_value timeout = detail::sys_default_timeout);
-void resume(mailbox& me, server_ref<void> server,
+void resume(scoped_process& me, server_ref<void> server,
             timeout_value timeout = detail::sys_default_timeout);
 /// sys:trace/2: log each message taken and each reply sent (or stop).
 task<> trace(process& self, server_ref<void> server, bool on,
              timeout_value timeout = detail::sys_default_timeout);
-void trace(mailbox& me, server_ref<void> server, bool on,
+void trace(scoped_process& me, server_ref<void> server, bool on,
            timeout_value timeout = detail::sys_default_timeout);
 /// sys:statistics/2 with true/false: start (from zero) or stop collecting.
 task<> statistics(process& self, server_ref<void> server, bool on,
                   timeout_value timeout = detail::sys_default_timeout);
-void statistics(mailbox& me, server_ref<void> server, bool on,
+void statistics(scoped_process& me, server_ref<void> server, bool on,
                 timeout_value timeout = detail::sys_default_timeout);
 /// sys:statistics/2 with get: nullopt when statistics are off.
 task<std::optional<server_statistics>> get_statistics(
     process& self, server_ref<void> server, timeout_value timeout = detail::sys_default_timeout);
 std::optional<server_statistics> get_statistics(
-    mailbox& me, server_ref<void> server, timeout_value timeout = detail::sys_default_timeout);
+    scoped_process& me, server_ref<void> server,
+    timeout_value timeout = detail::sys_default_timeout);
 
 }  // namespace sys
 

@@ -117,15 +117,15 @@ system_monitor_settings system_monitor_of(const runtime_core& rt) noexcept;
 /// The state of `p`, or nullopt if it is not alive (see beamlet/core/process_info.hpp). Any thread;
 /// a few microseconds whatever the process holds (its queue is never walked).
 std::optional<process_details> inspect(runtime_core& rt, pid p);
-/// Every live pid (mailboxes included), in pid order.
+/// Every live pid (scoped processes included), in pid order.
 std::vector<pid> process_list(runtime_core& rt);
 
 /// The runtime's counters (the metrics layer renders them). Counters are totals since the
 /// runtime started; each is summed over per-scheduler cells that their owner bumps without a
 /// read-modify-write, so counting costs the hot paths a plain increment.
 struct runtime_stats {
-  std::size_t processes = 0;  ///< alive now, mailboxes included
-  std::size_t mailboxes = 0;
+  std::size_t processes = 0;         ///< alive now, scoped processes included
+  std::size_t scoped_processes = 0;  ///< outside threads' identities open now
   std::uint64_t spawns = 0;
   std::uint64_t exits_normal = 0;        ///< normal
   std::uint64_t exits_shutdown = 0;      ///< shutdown, {shutdown, _}
@@ -162,7 +162,7 @@ void set_waiting_for(basic_process& self, const char* what, pid who) noexcept;
 /// A C++ type's readable (demangled) name.
 std::string demangled_name(const std::type_info& t);
 /// The runtime's time (runtime_options::clock).
-clock::time_point now_in(const runtime_core& rt) noexcept;
+clock_time now_in(const runtime_core& rt) noexcept;
 /// The runtime's scheduler thread count.
 unsigned scheduler_count(const runtime_core& rt) noexcept;
 std::error_code unregister_in(runtime_core& rt, std::string_view name);
@@ -207,7 +207,7 @@ struct external_handle {
 external_handle open_external(runtime_core& rt);
 void close_external(proc* p) noexcept;
 
-/// Runs a whole receive for an outside-thread mailbox, blocking the calling thread.
+/// Runs a whole receive for a scoped_process (an outside thread), blocking the calling thread.
 void receive_blocking(proc* p, receive_op& op);
 
 void yield_suspend(proc* p, std::coroutine_handle<> h) noexcept;

@@ -29,12 +29,12 @@ class receive_op {
   bool scan(message_queue& q) { return scan_(this, q); }
 
   // -- set up by the typed receive --------------------------------------------------------------
-  bool has_timeout = false;   ///< an `after` clause with a finite duration
-  clock::duration timeout{};  ///< its duration
-  std::uint64_t since = 0;    ///< marker ref value, 0 for a scan from the head
+  bool has_timeout = false;        ///< an `after` clause with a finite duration
+  clock_time::duration timeout{};  ///< its duration
+  std::uint64_t since = 0;         ///< marker ref value, 0 for a scan from the head
 
   // -- state while the receive runs --------------------------------------------------------------
-  clock::time_point deadline{};  ///< entry time + timeout (rule 11: measured from entry)
+  clock_time deadline{};  ///< entry time + timeout (rule 11: measured from entry)
   message_node* position = nullptr;
   message_node* priority_position = nullptr;  ///< the save position in the priority queue
   message_node* matched = nullptr;

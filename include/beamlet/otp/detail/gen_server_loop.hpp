@@ -100,7 +100,7 @@ dispatched dispatch_plain(S& server, any_message m, bool continuation) {
     } else {
       outcome o;
       o.stop = true;
-      o.reason = exit_reason::error("{undef,handle_continue}");
+      o.reason = exit_reason::error_tuple("undef", reason_atom{"handle_continue"});
       return {std::move(o), std::nullopt, {}};
     }
   }

@@ -29,10 +29,10 @@
 #include <beamlet/core/detail/core.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
-#include <beamlet/core/mailbox.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/receive.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 #include <beamlet/core/system_messages.hpp>
 #include <beamlet/core/task.hpp>
 #include <beamlet/core/timeout.hpp>
@@ -48,6 +48,8 @@ BEAMLET_BEGIN_NAMESPACE
 template <class S>
 class server_ref {
  public:
+  using server_type = S;
+
   server_ref() = default;
   server_ref(pid p) noexcept : pid_(p) {}
   server_ref(std::string name) : name_(std::move(name)) {}
@@ -237,7 +239,7 @@ task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Re
 
 /// gen_server:call from an outside thread (blocks it).
 template <class S, class Req>
-reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req,
+reply_of_t<std::decay_t<Req>> call(scoped_process& me, server_ref<S> server, Req&& req,
                                    timeout_value timeout = std::chrono::milliseconds(5000)) {
   detail::check_call<S, std::decay_t<Req>>();
   return detail::run_to_completion(
@@ -253,7 +255,7 @@ task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Re
   return detail::process_call<S>(self, std::move(server), std::forward<Req>(req), timeout, true);
 }
 template <class S, class Req>
-reply_of_t<std::decay_t<Req>> call(mailbox& me, server_ref<S> server, Req&& req, priority_t,
+reply_of_t<std::decay_t<Req>> call(scoped_process& me, server_ref<S> server, Req&& req, priority_t,
                                    timeout_value timeout = std::chrono::milliseconds(5000)) {
   detail::check_call<S, std::decay_t<Req>>();
   return detail::run_to_completion(
@@ -351,7 +353,7 @@ task<> stop(process& self, server_ref<S> server, exit_reason reason = exit_reaso
 
 /// gen_server:stop from an outside thread.
 template <class S>
-void stop(mailbox& me, server_ref<S> server, exit_reason reason = exit_reason::normal(),
+void stop(scoped_process& me, server_ref<S> server, exit_reason reason = exit_reason::normal(),
           timeout_value timeout = infinity) {
   detail::run_to_completion(
       detail::stop_protocol(me, std::move(server), std::move(reason), timeout));

@@ -1,6 +1,6 @@
-// Outside-thread mailboxes: a process without a coroutine, whose receive blocks its thread.
-#include <beamlet/core/mailbox.hpp>
+// Outside threads as processes (scoped_process): no coroutine; their receive blocks the thread.
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/scoped_process.hpp>
 
 #include "observation.hpp"
 #include "process_ops.hpp"
@@ -12,8 +12,8 @@ namespace detail {
 external_handle open_external(runtime_core& rt) {
   proc* p = allocate_proc_for(rt, 0, 1, true);
   rt.acquire();
-  rt.mailboxes.fetch_add(1);
-  rt.mailboxes_opened.fetch_add(1, std::memory_order_relaxed);
+  rt.scoped_processes.fetch_add(1);
+  rt.scoped_processes_opened.fetch_add(1, std::memory_order_relaxed);
   return {p, &rt, p->id()};
 }
 
@@ -77,8 +77,9 @@ void receive_blocking(proc* p, receive_op& op) {
   drain(p, drain_mode::until_kill);
   if (p->exiting) die(p);
   op.position = op.since != 0 ? p->queue.marker_position(op.since) : p->queue.head();
-  const bool poll = op.has_timeout && op.timeout <= clock::duration::zero();
-  if (op.has_timeout && !poll) op.deadline = deadline_after(clock::now(), op.timeout);
+  const bool poll = op.has_timeout && op.timeout <= clock_time::duration::zero();
+  if (op.has_timeout && !poll)
+    op.deadline = deadline_after(std::chrono::steady_clock::now(), op.timeout);
   struct end_guard {
     proc* p;
     receive_op& op;
@@ -120,7 +121,7 @@ void receive_blocking(proc* p, receive_op& op) {
       drain(p);
       die(p);
     }
-    if (op.has_timeout && clock::now() >= op.deadline) {
+    if (op.has_timeout && std::chrono::steady_clock::now() >= op.deadline) {
       op.timed_out = true;
       return;
     }
@@ -129,9 +130,9 @@ void receive_blocking(proc* p, receive_op& op) {
 
 }  // namespace detail
 
-mailbox::mailbox(runtime& rt) : mailbox(detail::open_external(rt.core())) {}
+scoped_process::scoped_process(runtime& rt) : scoped_process(detail::open_external(rt.core())) {}
 
-mailbox::~mailbox() {
+scoped_process::~scoped_process() {
   detail::close_external(p_);
 }
 

@@ -1,4 +1,4 @@
-// Outside threads: mailboxes give plain threads a pid, a queue and blocking receive.
+// Outside threads: a scoped_process gives a plain thread a pid, a queue and blocking receive.
 #include <thread>
 #include <vector>
 
@@ -17,7 +17,7 @@ struct reply {
 struct go {};
 }  // namespace
 
-TEST(Mailbox, RequestReplyWithTimeout) {
+TEST(ScopedProcess, RequestReplyWithTimeout) {
   runtime rt;
   const pid server = rt.spawn([](process& self) -> task<> {
     for (;;) {
@@ -25,7 +25,7 @@ TEST(Mailbox, RequestReplyWithTimeout) {
       self.send(m.get<request>().from, reply{m.get<request>().n * 2});
     }
   });
-  mailbox me(rt);
+  scoped_process me(rt);
   rt.send(server, request{me.self(), 21});
   auto r = me.receive(on<reply>(), after(5s));
   ASSERT_TRUE(r);
@@ -38,9 +38,9 @@ TEST(Mailbox, RequestReplyWithTimeout) {
   rt.exit(server, exit_reason::kill());
 }
 
-TEST(Mailbox, SelectiveReceiveSemantics) {
+TEST(ScopedProcess, SelectiveReceiveSemantics) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.send(me.self(), reply{1});
   me.send(me.self(), request{pid(), 2});
   auto r = me.receive(on<request>(), after(0ms));
@@ -51,7 +51,7 @@ TEST(Mailbox, SelectiveReceiveSemantics) {
   EXPECT_EQ(x, 1);
 }
 
-TEST(Mailbox, ManyThreadsEachWithAMailbox) {
+TEST(ScopedProcess, ManyThreadsEachWithOne) {
   runtime rt;
   const pid server = rt.spawn([](process& self) -> task<> {
     for (;;) {
@@ -63,7 +63,7 @@ TEST(Mailbox, ManyThreadsEachWithAMailbox) {
   std::vector<std::thread> ts;
   for (int t = 0; t < 4; ++t) {
     ts.emplace_back([&, t] {
-      mailbox me(rt);
+      scoped_process me(rt);
       for (int i = 0; i < 500; ++i) {
         rt.send(server, request{me.self(), t * 1000 + i});
         auto r = me.receive(on<reply>(), after(5s));
@@ -77,12 +77,12 @@ TEST(Mailbox, ManyThreadsEachWithAMailbox) {
 }
 
 // A destroyed mailbox exits `normal`: its monitors and links fire.
-TEST(Mailbox, DestructionIsNormalExit) {
+TEST(ScopedProcess, DestructionIsNormalExit) {
   runtime rt;
   std::atomic<bool> ok{false};
   pid box_pid;
   {
-    mailbox box(rt);
+    scoped_process box(rt);
     box_pid = box.self();
     rt.spawn([&, box_pid](process& self) -> task<> {
       (void)self.monitor(box_pid);
@@ -98,9 +98,9 @@ TEST(Mailbox, DestructionIsNormalExit) {
 }
 
 // A mailbox linked to a crashing process, not trapping exits, is killed: receive throws.
-TEST(Mailbox, KilledMailboxThrowsOnReceive) {
+TEST(ScopedProcess, AKilledOneThrowsOnReceive) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   const pid p = me.spawn_link([](process& self) -> task<> {
     co_await self.receive(on<go>());
     co_await self.exit(exit_reason::error("crash"));
@@ -116,9 +116,9 @@ TEST(Mailbox, KilledMailboxThrowsOnReceive) {
 }
 
 // A trapping mailbox gets the EXIT as a message instead.
-TEST(Mailbox, TrappingMailbox) {
+TEST(ScopedProcess, TrappingExits) {
   runtime rt;
-  mailbox me(rt);
+  scoped_process me(rt);
   me.trap_exit(true);
   const pid p = me.spawn_link(
       [](process& self) -> task<> { co_await self.exit(exit_reason::error("crash")); });
@@ -128,7 +128,7 @@ TEST(Mailbox, TrappingMailbox) {
   EXPECT_EQ(m.get<exit_message>().reason, exit_reason::error("crash"));
 }
 
-TEST(Mailbox, RuntimeWait) {
+TEST(ScopedProcess, RuntimeWait) {
   runtime rt;
   // The process is still waiting for `go` when wait() is called, so wait() sees its real reason.
   const pid p = rt.spawn([](process& self) -> task<> {

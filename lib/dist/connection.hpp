@@ -1,0 +1,90 @@
+// The connection process's state (connection.cpp, connection_handshake.cpp): one peer node,
+// its socket and buffers, and the links and monitors that cross it. Used only by the process
+// that runs it (connection_body), so nothing here is locked.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <beamlet/core/process.hpp>
+#include <beamlet/core/task.hpp>
+#include <beamlet/net/tcp.hpp>
+
+#include "connection_tables.hpp"
+#include "node_state.hpp"
+#include "node_table.hpp"
+#include "wire.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist::detail {
+
+/// The socket options of a distribution connection (no framing: the handshake and the
+/// connected phase frame their own packets).
+net::socket_options raw_options(const node_options& o);
+
+class connection {
+ public:
+  connection(process& self, node_state& node, std::string peer, std::shared_ptr<outbox> box)
+      : self_(self),
+        node_(node),
+        me_(node.self),
+        peer_(std::move(peer)),
+        box_(std::move(box)),
+        foreign_budget_(node.opts.max_foreign_nodes) {}
+
+  task<bool> initiate();
+  task<bool> accept(net::tcp_socket s);
+  task<std::string> run();
+  /// Writes wbuf_; "" or why the write failed.
+  task<std::string> flush();
+  void finish(const std::string& why);
+
+ private:
+  // -- handshake --
+  task<bool> accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest);
+  bool established(std::uint64_t flags, std::uint32_t creation, std::string rest);
+  void refuse(const std::string& why) {
+    node_.log(log_level::error, "distribution: connection with '" + peer_ + "' failed: " + why);
+  }
+
+  // -- connected phase --
+  void apply(out_command& c);
+  bool dispatch(std::string&& data);
+  bool packet(std::string_view p);
+  bool control(const term& ct, term* msg);
+  void queue_packet(const term& control, const term* msg = nullptr) {
+    if (auto r = append_packet(wbuf_, control, msg, me_); !r)
+      node_.log(log_level::error, "distribution: a packet to '" + peer_ +
+                                      "' cannot be encoded, so it is not sent: " + r.error());
+  }
+  bool current(pid remote) const {
+    const std::uint32_t s = remote.node_slot();
+    return s == peer_slot_ || s == name_slot_;
+  }
+  void lose_command(out_command& c, const exit_reason& why);
+  /// Takes everything the outbox holds into wbuf_, in order, applying the commands.
+  void take_outbox();
+
+  process& self_;
+  node_state& node_;
+  const node_incarnation me_;
+  std::string peer_;
+  std::shared_ptr<outbox> box_;
+  net::tcp_socket sock_;
+  std::uint32_t peer_creation_ = 0;
+  std::uint32_t peer_slot_ = 0;
+  std::uint32_t name_slot_ = 0;
+  bool registered_ = false;  // conns[peer_] names this process
+  bool connected_ = false;   // the handshake completed
+  std::string cookie_;       // this peer's (set_cookie/2), or the node's
+  std::string rbuf_;
+  std::string wbuf_;
+  connection_tables tables_;
+  /// New node incarnations this peer may still introduce (pids of nodes not yet known).
+  std::size_t foreign_budget_;
+};
+
+}  // namespace dist::detail
+BEAMLET_END_NAMESPACE

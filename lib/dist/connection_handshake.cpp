@@ -1,0 +1,256 @@
+// The distribution handshake, either side (OTP's dist handshake, version 6 with version 5
+// fallback as erl negotiates): names, flags and creations exchanged, the cookie proven by MD5
+// challenges, then the connection registered as its peer's. A failure is logged and closes the
+// connection; nothing has been registered for it by then.
+#include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/receive.hpp>
+
+#include <random>
+
+#include "connection.hpp"
+#include "epmd.hpp"
+#include "stream.hpp"
+
+BEAMLET_BEGIN_NAMESPACE
+namespace dist::detail {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+namespace core = beamlet::detail;
+
+// Never inlined: the handshake coroutines call it, and inlined into one, the thread_local's
+// address may be kept across a suspension and so be another thread's (beamlet/core/task.hpp).
+[[gnu::noinline]] std::uint32_t random_challenge() {
+  thread_local std::mt19937 gen{std::random_device{}()};
+  return static_cast<std::uint32_t>(gen());
+}
+
+}  // namespace
+
+net::socket_options raw_options(const node_options& o) {
+  net::socket_options s;
+  s.framing = net::framing::raw;
+  s.max_packet = 1 << 20;
+  s.send_queue_limit = 8u << 20;
+  s.send_timeout = o.net_ticktime;
+  return s;
+}
+
+// -- handshake --------------------------------------------------------------------------------
+
+task<bool> connection::initiate() {
+  registered_ = true;  // ensure_connection_locked registered us
+  const node_options& o = node_.opts;
+  const auto at = peer_.find('@');
+  if (at == std::string::npos || at == 0 || at + 1 == peer_.size()) {
+    refuse("not a node name");
+    co_return false;
+  }
+  std::string alive = peer_.substr(0, at);
+  std::string host = peer_.substr(at + 1);
+  std::uint16_t port = o.peer_port;
+  if (o.use_epmd) {
+    std::string h = host;
+    auto p = co_await epmd_lookup(self_, std::move(h), std::move(alive), epmd_port(o.epmd_port),
+                                  o.connect_timeout);
+    if (!p) {
+      refuse(p.error());
+      co_return false;
+    }
+    port = *p;
+  }
+  const net::socket_options so = raw_options(o);
+  std::string h = host;
+  auto c = co_await net::connect(self_, std::move(h), port, so, o.connect_timeout);
+  if (!c) {
+    refuse("connect: " + c.error().message());
+    co_return false;
+  }
+  sock_ = std::move(*c);
+  cookie_ = node_.cookie_for(peer_);
+  const std::string hello = name_packet(flag::ours, me_.creation, me_.name);
+  if (auto r1 = co_await net::send(self_, sock_, hello); !r1) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout);
+  auto status = co_await in.packet2(self_, sock_);
+  if (!status) {
+    refuse("no status: " + status.error());
+    co_return false;
+  }
+  if (*status == "snok") {
+    // A simultaneous connect the peer won: its own connection comes to us through the kernel,
+    // which hands the socket to this process.
+    sock_.close();
+    auto s = co_await self_.receive(on<net::tcp_socket>(), after(o.handshake_timeout));
+    if (!s) {
+      refuse("simultaneous connect: the peer's connection never came");
+      co_return false;
+    }
+    sock_ = std::move(s.get<net::tcp_socket>());
+    auto a = co_await self_.receive(on<adopt_socket>(), after(o.handshake_timeout));
+    if (!a) co_return false;
+    const adopt_socket& ad = a.get<adopt_socket>();
+    std::string none;
+    co_return co_await accept_rest(ad.flags, ad.creation, std::move(none));
+  }
+  if (*status == "salive") {
+    const std::string yes = frame2("strue");  // we have no connection: the peer's is stale
+    if (auto r2 = co_await net::send(self_, sock_, yes); !r2) co_return false;
+  } else if (*status != "sok" && *status != "sok_simultaneous") {
+    refuse("refused by the peer (" + status->substr(status->empty() ? 0 : 1) + ")");
+    co_return false;
+  }
+  auto got = co_await in.packet2(self_, sock_);
+  const auto ch = got ? parse_challenge(*got) : std::nullopt;
+  if (!ch) {
+    refuse("bad challenge");
+    co_return false;
+  }
+  const std::uint64_t flags = ch->flags;
+  const std::uint32_t creation = ch->creation;
+  if (ch->name != peer_) {
+    refuse("the peer answered with another name");
+    co_return false;
+  }
+  if ((flags & flag::required) != flag::required) {
+    refuse("the peer lacks required capabilities");
+    co_return false;
+  }
+  const std::uint32_t mine = random_challenge();
+  std::string reply = "r";
+  put32(reply, mine);
+  reply += digest(cookie_, ch->challenge);
+  const std::string reply_packet = frame2(reply);
+  if (auto r3 = co_await net::send(self_, sock_, reply_packet); !r3) co_return false;
+  auto ack = co_await in.packet2(self_, sock_);
+  if (!ack) {
+    refuse("no acknowledgement (a wrong cookie?): " + ack.error());
+    co_return false;
+  }
+  if (const auto d = parse_challenge_ack(*ack); !d || *d != digest(cookie_, mine)) {
+    refuse("the peer's digest is wrong (a different cookie)");
+    co_return false;
+  }
+  co_return established(flags, creation, in.take_rest());
+}
+
+task<bool> connection::accept(net::tcp_socket s) {
+  sock_ = std::move(s);
+  const node_options& o = node_.opts;
+  stream_reader in(clock_type::now() + o.handshake_timeout);
+  auto got = co_await in.packet2(self_, sock_);
+  auto name = got ? parse_name(*got) : std::nullopt;
+  if (!name) co_return false;  // not a version-6 peer
+  const std::uint64_t flags = name->flags;
+  const std::uint32_t creation = name->creation;
+  peer_ = std::move(name->name);
+  if ((flags & flag::required) != flag::required || peer_.find('@') == std::string::npos) {
+    const std::string no = frame2("snot_allowed");
+    auto sent = co_await net::send(self_, sock_, no);
+    (void)sent;
+    co_return false;
+  }
+  enum class decision { ok, nok, simultaneous, alive } d = decision::ok;
+  pid other;
+  {
+    std::unique_lock lock(node_.mu);
+    auto it = node_.conns.find(peer_);
+    if (it == node_.conns.end()) {
+      box_ = std::make_shared<outbox>();
+      node_.conns[peer_] = conn_entry{self_.self(), false, 0, box_};
+      registered_ = true;
+    } else if (!it->second.established) {
+      d = me_.name > peer_ ? decision::nok : decision::simultaneous;
+      other = it->second.process;
+    } else {
+      d = decision::alive;
+      other = it->second.process;
+    }
+  }
+  if (d == decision::nok) {
+    node_.log(log_level::notice, "distribution: simultaneous connect with '" + peer_ +
+                                     "': our own attempt goes on, this one is refused");
+    const std::string no = frame2("snok");
+    auto sent = co_await net::send(self_, sock_, no);
+    (void)sent;
+    co_return false;
+  }
+  if (d == decision::simultaneous) {
+    node_.log(log_level::notice,
+              "distribution: simultaneous connect with '" + peer_ + "': its attempt replaces ours");
+    const std::string ok = frame2("sok_simultaneous");
+    if (auto r4 = co_await net::send(self_, sock_, ok); !r4) co_return false;
+    if (auto r5 = co_await net::controlling_process(self_, sock_, other); !r5) co_return false;
+    self_.send(other, adopt_socket{{}, flags, creation});
+    co_return false;
+  }
+  if (d == decision::alive) {
+    const std::string alive = frame2("salive");
+    if (auto r6 = co_await net::send(self_, sock_, alive); !r6) co_return false;
+    auto answer = co_await in.packet2(self_, sock_);
+    if (!answer || *answer != "strue") co_return false;
+    // The peer restarted: the old connection is stale. End it, then take its place.
+    const ref m = self_.monitor(other);
+    self_.send(other, conn_stop{"the peer reconnected"});
+    const auto is_gone = [m](const down& x) { return x.ref == m; };
+    auto gone = co_await self_.receive(on<down>().when(is_gone), after(o.handshake_timeout));
+    (void)gone;
+    std::unique_lock lock(node_.mu);
+    if (node_.conns.count(peer_) != 0) co_return false;
+    box_ = std::make_shared<outbox>();
+    node_.conns[peer_] = conn_entry{self_.self(), false, 0, box_};
+    registered_ = true;
+  } else {
+    const std::string ok = frame2("sok");
+    if (auto r7 = co_await net::send(self_, sock_, ok); !r7) co_return false;
+  }
+  std::string rest = in.take_rest();
+  co_return co_await accept_rest(flags, creation, std::move(rest));
+}
+
+task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest) {
+  const node_options& o = node_.opts;
+  cookie_ = node_.cookie_for(peer_);
+  const std::uint32_t mine = random_challenge();
+  const std::string challenge = challenge_packet(flag::ours, mine, me_.creation, me_.name);
+  if (auto r8 = co_await net::send(self_, sock_, challenge); !r8) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout);
+  auto got = co_await in.packet2(self_, sock_);
+  const auto reply = got ? parse_challenge_reply(*got) : std::nullopt;
+  if (!reply) {
+    refuse("no challenge reply");
+    co_return false;
+  }
+  if (reply->digest != digest(cookie_, mine)) {
+    node_.log(log_level::error, "distribution: connection attempt from node '" + peer_ +
+                                    "' rejected: invalid challenge reply (a different cookie)");
+    co_return false;
+  }
+  std::string ack = "a";
+  ack += digest(cookie_, reply->challenge);
+  const std::string ack_packet = frame2(ack);
+  if (auto r9 = co_await net::send(self_, sock_, ack_packet); !r9) co_return false;
+  rest += in.take_rest();
+  co_return established(flags, creation, std::move(rest));
+}
+
+bool connection::established(std::uint64_t /*flags*/, std::uint32_t creation, std::string rest) {
+  peer_creation_ = creation;
+  peer_slot_ = intern_pinned(peer_, creation);
+  name_slot_ = intern_pinned(peer_, 0);
+  rbuf_ = std::move(rest);
+  {
+    std::unique_lock lock(node_.mu);
+    auto it = node_.conns.find(peer_);
+    // disconnect_node during the handshake took us out of the table: the attempt is void.
+    if (it == node_.conns.end() || it->second.process != self_.self()) return false;
+    it->second = conn_entry{self_.self(), true, creation, box_};
+    registered_ = true;
+  }
+  connected_ = true;
+  node_.node_event(peer_, true, false);
+  return true;
+}
+
+}  // namespace dist::detail
+BEAMLET_END_NAMESPACE
