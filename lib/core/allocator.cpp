@@ -55,7 +55,7 @@ std::int64_t live_blocks() noexcept {
 constexpr std::size_t granule = 16;
 constexpr std::size_t max_small = 1024;
 constexpr std::size_t class_count = max_small / granule;
-constexpr std::size_t chunk_bytes = 256 * 1024;
+constexpr std::size_t chunk_bytes = std::size_t{256} * 1024;
 
 // Chunks are mapped with their pages already populated: a process that grows (a supervisor
 // adding children, a mailbox filling up) would otherwise take one page fault per 4 KiB it

@@ -121,7 +121,7 @@ void send_alarm(runtime_core& rt, monitor_alarm a) noexcept {
   const pid to(rt.monitor.subscriber.load(std::memory_order_relaxed));
   if (!to) return;
   try {
-    deliver(rt, to, make_message(std::move(a)));
+    deliver(rt, to, make_message(a));
   } catch (...) {
     // Out of memory: this alarm is lost; the next state change sends another.
   }

@@ -23,7 +23,6 @@ proc::~proc() {
     deallocate(timer, sizeof(timer_entry));
   }
   if (external) wait_state().~external_wait();
-  delete bound;
   delete prio.load(std::memory_order_relaxed);
 }
 
@@ -72,7 +71,7 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
   // it finds in the table, a child its spawner has not started yet included.
   if (parent != nullptr) p->parent = parent->id();
   if (bound != nullptr) {
-    p->bound = bound.release();
+    p->bound = std::move(bound);
     p->bounded = true;
     p->bound->tally.reserved =
         p->bound->policy == overflow_policy::drop_oldest ? nullptr : &p->bound->count;

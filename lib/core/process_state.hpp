@@ -177,7 +177,8 @@ struct proc {
   message_queue queue;
   /// Made by the first priority alias and freed with the process's memory. Atomic only because
   /// published_priority_alias and process_info read it from other threads: the owner's loads
-  /// are plain ones (urgent()).
+  /// are plain ones (urgent()). Owned (~proc deletes it): a lazily published pointer has no
+  /// smart-pointer form that keeps the owner's loads plain.
   std::atomic<priority_state*> prio{nullptr};
   priority_state* urgent() const noexcept { return prio.load(std::memory_order_relaxed); }
   message_node* deferred = nullptr;  ///< signals held back by drain(until_kill), in order
@@ -223,8 +224,8 @@ struct proc {
   /// The receive timeout, armed while blocked in a receive with `after`; made on first use
   /// (most processes never wait with a timeout).
   timer_entry* timer = nullptr;
-  /// A bounded mailbox's state (see `bounded`), made before publication, freed with the memory.
-  mailbox_bound* bound = nullptr;
+  /// A bounded mailbox's state (see `bounded`), made before publication, freed with the process.
+  std::unique_ptr<mailbox_bound> bound;
 
   /// The body (a copy of the callable) follows the process in the same allocation, at
   /// proc_body_offset.

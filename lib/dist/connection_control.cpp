@@ -80,7 +80,7 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
     case ctl::send:
     case ctl::send_tt:
     case ctl::send_sender: {
-      const std::size_t to = op == ctl::send_sender ? 2 : 2;
+      const std::size_t to = 2;  // {22, From, To} and {12, Cookie, To, Token} alike
       if (ct.size() < 3 || !ct[to].is_pid()) return bad("send");
       if (raw(ct[to]).is_remote()) return true;  // not ours: dropped, as by a router
       deliver(node, me, raw(ct[to]), msg);

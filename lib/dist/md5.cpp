@@ -42,7 +42,8 @@ std::array<std::uint8_t, 16> md5(std::string_view data) {
   for (std::size_t off = 0; off < msg.size(); off += 64) {
     std::uint32_t m[16];
     for (int i = 0; i < 16; ++i) {
-      const auto* b = reinterpret_cast<const unsigned char*>(msg.data() + off + 4 * i);
+      const auto* b = reinterpret_cast<const unsigned char*>(
+          msg.data() + off + std::size_t{4} * static_cast<std::size_t>(i));
       m[i] = std::uint32_t{b[0]} | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) |
              (std::uint32_t{b[3]} << 24);
     }

@@ -301,6 +301,7 @@ start_function acceptor_pool_start(acceptor_pool_options opts) {
                  })));
 
   std::vector<child_spec> acceptors;
+  acceptors.reserve(static_cast<std::size_t>(o.acceptors));
   for (int i = 0; i < o.acceptors; ++i) {
     acceptors.push_back(child_spec("acceptor_" + std::to_string(i),
                                    start_function([shared, i](process& sup) -> task<start_result> {

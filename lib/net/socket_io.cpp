@@ -15,8 +15,8 @@ namespace asio = boost::asio;
 namespace {
 // A socket's read buffer starts small and doubles while reads fill it, so an idle or trickling
 // connection costs a few KiB and a busy one reads in large chunks.
-constexpr std::size_t first_read = 4 * 1024;
-constexpr std::size_t read_chunk = 64 * 1024;
+constexpr std::size_t first_read = std::size_t{4} * 1024;
+constexpr std::size_t read_chunk = std::size_t{64} * 1024;
 constexpr std::size_t max_gather = 16;  // packets per write system call
 }  // namespace
 

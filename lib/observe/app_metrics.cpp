@@ -51,9 +51,15 @@ class app_metric_family {
     if (it == series_.end()) {
       std::shared_ptr<void> s;
       switch (kind_) {
-        case kind::counter: s = std::make_shared<counter>(); break;
-        case kind::gauge: s = std::make_shared<gauge>(); break;
-        case kind::histogram: s = std::make_shared<histogram>(buckets_); break;
+        case kind::counter:
+          s = std::make_shared<counter>();
+          break;
+        case kind::gauge:
+          s = std::make_shared<gauge>();
+          break;
+        case kind::histogram:
+          s = std::make_shared<histogram>(buckets_);
+          break;
       }
       it = series_.emplace(std::move(key), std::move(s)).first;
     }
@@ -223,7 +229,9 @@ void append_sample(std::string& out, std::string_view name, std::string_view suf
   out += '\n';
 }
 
-app_metrics_registry& registry_of(runtime& rt) { return extension<app_metrics_registry>(rt); }
+app_metrics_registry& registry_of(runtime& rt) {
+  return extension<app_metrics_registry>(rt);
+}
 app_metrics_registry& registry_of(basic_process& self) {
   return extension<app_metrics_registry>(self);
 }

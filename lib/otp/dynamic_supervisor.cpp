@@ -470,7 +470,7 @@ task<sup_result<void>> dynamic_supervisor::terminate_child(process& self,
                                                            dynamic_supervisor_ref sup, pid child,
                                                            timeout_value timeout) {
   detail::dyn_terminate_child req{child};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout, /*prio=*/true);
+  co_return co_await detail::sup_call(self, sup, req, timeout, /*prio=*/true);
 }
 
 task<std::vector<child_info>> dynamic_supervisor::which_children(process& self,

@@ -164,7 +164,7 @@ void handle_sys(process& self, sys_state& sys, sys_request& r, const server_iden
         v.messages_out = sys.out;
         st = v;
       }
-      reply = make_reply_node(r.tag, std::move(st));
+      reply = make_reply_node(r.tag, st);
       break;
     }
   }

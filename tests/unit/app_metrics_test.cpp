@@ -49,13 +49,14 @@ std::string http_get(std::uint16_t port, const std::string& path) {
 
 TEST(AppMetrics, CountersGaugesAndHistogramsInThePrometheusText) {
   runtime rt;
-  auto& requests = metrics::add_counter(rt, {.name = "shop_requests_total",
-                                    .help = "Requests served.",
-                                    .labels = {"method", "code"}});
+  auto& requests = metrics::add_counter(
+      rt,
+      {.name = "shop_requests_total", .help = "Requests served.", .labels = {"method", "code"}});
   requests.with("GET", "200").add();
   requests.with("GET", "200").add(2);
   requests.with("POST", "500").add();
-  auto& in_flight = metrics::add_gauge(rt, {.name = "shop_in_flight", .help = "Requests being served."});
+  auto& in_flight =
+      metrics::add_gauge(rt, {.name = "shop_in_flight", .help = "Requests being served."});
   in_flight.get().add(3);
   in_flight.get().sub(1.5);
   auto& latency = metrics::add_histogram(
@@ -120,11 +121,13 @@ TEST(AppMetrics, AddingTheSameFamilyAgainReturnsIt) {
   EXPECT_THROW(metrics::add_gauge(rt, spec), std::invalid_argument);
   EXPECT_THROW(metrics::add_counter(rt, {.name = "jobs_total", .help = "Jobs.", .labels = {"q"}}),
                std::invalid_argument);
-  EXPECT_THROW(metrics::add_counter(rt, {.name = "jobs_total", .help = "Other.", .labels = {"queue"}}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      metrics::add_counter(rt, {.name = "jobs_total", .help = "Other.", .labels = {"queue"}}),
+      std::invalid_argument);
   auto& h = metrics::add_histogram(rt, {.name = "lat", .help = "h"}, {1, 2});
   EXPECT_EQ(&metrics::add_histogram(rt, {.name = "lat", .help = "h"}, {1, 2}), &h);
-  EXPECT_THROW(metrics::add_histogram(rt, {.name = "lat", .help = "h"}, {1, 3}), std::invalid_argument);
+  EXPECT_THROW(metrics::add_histogram(rt, {.name = "lat", .help = "h"}, {1, 3}),
+               std::invalid_argument);
 }
 
 TEST(AppMetrics, InvalidSpecsAndLabelCountsAreRejected) {
@@ -144,11 +147,13 @@ TEST(AppMetrics, InvalidSpecsAndLabelCountsAreRejected) {
   EXPECT_THROW(metrics::add_histogram(rt, {.name = "h1", .help = "h", .labels = {"le"}}),
                std::invalid_argument);
   EXPECT_THROW(metrics::add_histogram(rt, {.name = "h2", .help = "h"}, {}), std::invalid_argument);
-  EXPECT_THROW(metrics::add_histogram(rt, {.name = "h3", .help = "h"}, {1, 1}), std::invalid_argument);
-  EXPECT_THROW(metrics::add_histogram(rt, {.name = "h4", .help = "h"}, {2, 1}), std::invalid_argument);
-  EXPECT_THROW(
-      metrics::add_histogram(rt, {.name = "h5", .help = "h"}, {1, std::numeric_limits<double>::infinity()}),
-      std::invalid_argument);
+  EXPECT_THROW(metrics::add_histogram(rt, {.name = "h3", .help = "h"}, {1, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(metrics::add_histogram(rt, {.name = "h4", .help = "h"}, {2, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(metrics::add_histogram(rt, {.name = "h5", .help = "h"},
+                                      {1, std::numeric_limits<double>::infinity()}),
+               std::invalid_argument);
   // Nothing rejected was registered.
   EXPECT_EQ(prometheus_metrics(rt).find("ok_name"), std::string::npos);
 
@@ -190,7 +195,8 @@ TEST(AppMetrics, ConcurrentUpdatesAreExact) {
 
 TEST(AppMetrics, ServedByTheHttpEndpoint) {
   runtime rt;
-  auto& orders = metrics::add_counter(rt, {.name = "orders_total", .help = "Orders.", .labels = {"kind"}});
+  auto& orders =
+      metrics::add_counter(rt, {.name = "orders_total", .help = "Orders.", .labels = {"kind"}});
   orders.with("gift").add(7);
   auto started = http_endpoint::start(rt, http_endpoint_options{});
   ASSERT_TRUE(started) << started.error().message();

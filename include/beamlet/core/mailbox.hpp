@@ -4,6 +4,7 @@
 #pragma once
 
 #ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
-#pragma GCC warning "<beamlet/core/mailbox.hpp> is deprecated: include <beamlet/core/scoped_process.hpp>"
+#pragma GCC warning \
+    "<beamlet/core/mailbox.hpp> is deprecated: include <beamlet/core/scoped_process.hpp>"
 #endif
 #include <beamlet/core/scoped_process.hpp>

@@ -104,7 +104,7 @@ struct http_endpoint_options {
   std::size_t max_connections = 1024;
   /// Connections open at once from one peer address.
   std::size_t max_connections_per_peer = 64;
-  std::size_t max_request_bytes = 16 * 1024;
+  std::size_t max_request_bytes = std::size_t{16} * 1024;
   /// A new connection's first request must have arrived within this long.
   std::chrono::milliseconds header_timeout{2000};
   /// Later requests on a kept-alive connection, and writing an answer.

@@ -11,6 +11,17 @@
 // The beamlet target makes every program that links it keep the table (its interface link
 // options name the symbol as undefined, which pulls the defining object out of the static
 // archive; a shared library has it anyway). Nothing here is stable API.
+//
+// Every way the core reaches a layer above it, in one list. Besides this table, which is the
+// only link-time one, a layer installs per-runtime hooks once it is running, each through a
+// setter of the core's detail API that the layer calls:
+//  * set_event_sink (detail/core.hpp): where log events and reports go; the logger installs
+//    it when it attaches to a runtime (from runtime_started above).
+//  * set_remote_hooks (detail/remote.hpp): what a send, link, monitor or exit to a pid of
+//    another node does; dist::start installs it and dist::stop removes it.
+//  * extension<T> (extension.hpp): not a hook but state a layer keeps per runtime, which the
+//    core creates on demand and tells when the runtime stops.
+// The core holds no other pointer into an upper layer.
 #pragma once
 
 #include <beamlet/core/config.hpp>

@@ -108,7 +108,8 @@ inline void absorb(outcome& o, gen::stop_t&& s) {
   o.reason = std::move(s.reason);
 }
 inline void absorb(outcome& o, gen::action&& a) {
-  std::visit([&](auto&& x) { absorb(o, std::move(x)); }, a.get());
+  // get() is an lvalue: the alternative is moved out on purpose (the action is consumed).
+  std::visit([&](auto& x) { absorb(o, std::move(x)); }, a.get());
 }
 template <class R>
 void absorb_call(outcome& o, const from<R>& f, gen::reply_t<R>&& r) {
@@ -147,7 +148,7 @@ outcome call_outcome(const from<R>& f, V&&... v) {
     o.reply_to = f.caller();
   } else {
     gen::call_result<R> r(std::forward<V>(v)...);
-    std::visit([&](auto&& x) { absorb_call(o, f, std::move(x)); }, r.get());
+    std::visit([&](auto& x) { absorb_call(o, f, std::move(x)); }, r.get());
   }
   return o;
 }
