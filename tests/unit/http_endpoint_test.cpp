@@ -254,13 +254,13 @@ TEST(HttpEndpoint, ApplicationPagesAreServedFirst) {
   // anything starts.
   http_endpoint_options bad;
   bad.pages.push_back({.path = "app", .render = [](std::string_view) { return std::string(); }});
-  EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+  EXPECT_THROW((void)http_endpoint::start(sys.rt, bad), std::invalid_argument);
   bad.pages = {{.path = "/app"}};
-  EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+  EXPECT_THROW((void)http_endpoint::start(sys.rt, bad), std::invalid_argument);
   bad.pages = {{.path = "/app",
                 .render = [](std::string_view) { return std::string(); },
                 .respond = [](std::string_view) { return http_response{}; }}};
-  EXPECT_THROW(http_endpoint::start(sys.rt, bad), std::invalid_argument);
+  EXPECT_THROW((void)http_endpoint::start(sys.rt, bad), std::invalid_argument);
 }
 
 TEST(HttpEndpoint, ANamedEndpointIsFoundByItsName) {
@@ -337,10 +337,10 @@ TEST(HttpEndpoint, BadOptionsAndATakenPort) {
   runtime rt;
   http_endpoint_options bad;
   bad.address = "localhost";  // not numeric
-  EXPECT_THROW(http_endpoint::start(rt, bad), std::invalid_argument);
+  EXPECT_THROW((void)http_endpoint::start(rt, bad), std::invalid_argument);
   bad.address = "127.0.0.1";
   bad.max_connections = 0;
-  EXPECT_THROW(http_endpoint::start(rt, bad), std::invalid_argument);
+  EXPECT_THROW((void)http_endpoint::start(rt, bad), std::invalid_argument);
   auto first = must_start(rt, {});
   http_endpoint_options same;
   same.port = first.port();
