@@ -13,55 +13,62 @@ BEAMLET_BEGIN_NAMESPACE
 
 namespace detail {
 
-void append_reason_atom(std::string& out, std::string_view name) {
-  // Bare as Erlang prints it: a lowercase letter, then letters, digits, _ and @.
-  bool bare = !name.empty() && name[0] >= 'a' && name[0] <= 'z';
-  for (char c : name)
-    bare = bare && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '@');
-  if (bare) {
-    out += name;
-    return;
+namespace {
+
+/// Erlang prints an atom bare when it starts with a lowercase letter, has only letters, digits,
+/// _ and @, and is not a reserved word (`'end'` must be quoted to read back as an atom).
+bool bare_atom(std::string_view s) {
+  if (s.empty() || s[0] < 'a' || s[0] > 'z') return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '@';
+    if (!ok) return false;
   }
-  out += '\'';
-  for (char c : name) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  out += '\'';
+  static constexpr std::string_view reserved[] = {
+      "after", "and",    "andalso", "band", "begin", "bnot", "bor", "bsl",   "bsr", "bxor",
+      "case",  "catch",  "cond",    "div",  "end",   "fun",  "if",  "let",   "not", "of",
+      "or",    "orelse", "receive", "rem",  "try",   "when", "xor", "maybe", "else"};
+  for (std::string_view r : reserved)
+    if (s == r) return false;
+  return true;
 }
 
-void append_reason_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-      case '\\':
-        out += '\\';
-        out += c;
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (u < 0x20 || u == 0x7f) {
-          const char octal[] = {'\\', static_cast<char>('0' + (u >> 6)),
-                                static_cast<char>('0' + ((u >> 3) & 7)),
-                                static_cast<char>('0' + (u & 7))};
-          out.append(octal, sizeof octal);
-        } else {
-          out += c;
-        }
+/// `s` between `q` quotes, with the escapes Erlang's reader takes back: \n, \t, \\, the
+/// quote, and three octal digits for any other control byte.
+void append_quoted(std::string& out, std::string_view s, char q) {
+  out.push_back(q);
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (ch == '\\' || ch == q) {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 32 || c == 127) {
+      const char octal[] = {'\\', static_cast<char>('0' + (c >> 6)),
+                            static_cast<char>('0' + ((c >> 3) & 7)),
+                            static_cast<char>('0' + (c & 7))};
+      out.append(octal, sizeof octal);
+    } else {
+      out.push_back(ch);
     }
   }
-  out += '"';
+  out.push_back(q);
+}
+
+}  // namespace
+
+void append_erlang_atom(std::string& out, std::string_view name) {
+  if (bare_atom(name))
+    out += name;
+  else
+    append_quoted(out, name, '\'');
+}
+
+void append_erlang_string(std::string& out, std::string_view text) {
+  append_quoted(out, text, '"');
 }
 
 }  // namespace detail

@@ -2,9 +2,10 @@
 #include <beamlet/dist/term.hpp>
 
 #include <charconv>
-#include <cstdio>
 #include <ostream>
 #include <stdexcept>
+
+#include <beamlet/core/exit_reason.hpp>
 
 #include "bignum_text.hpp"
 #include "term_access.hpp"
@@ -303,51 +304,6 @@ std::optional<std::string> term_traits<std::string>::from_term(const term& t) {
 
 namespace {
 
-bool bare_atom(std::string_view s) {
-  if (s.empty() || s[0] < 'a' || s[0] > 'z') return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '@';
-    if (!ok) return false;
-  }
-  static constexpr std::string_view reserved[] = {
-      "after", "and",    "andalso", "band", "begin", "bnot", "bor", "bsl",   "bsr", "bxor",
-      "case",  "catch",  "cond",    "div",  "end",   "fun",  "if",  "let",   "not", "of",
-      "or",    "orelse", "receive", "rem",  "try",   "when", "xor", "maybe", "else"};
-  for (std::string_view r : reserved)
-    if (s == r) return false;
-  return true;
-}
-
-void quoted(std::string& out, std::string_view s, char q) {
-  out.push_back(q);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (c == static_cast<unsigned char>(q)) {
-          out.push_back('\\');
-          out.push_back(static_cast<char>(c));
-        } else if (c < 32 || c == 127) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\%03o", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out.push_back(q);
-}
-
 bool printable_text(std::string_view s) {
   for (unsigned char c : s)
     if ((c < 32 && c != '\n' && c != '\t') || c == 127) return false;
@@ -382,10 +338,7 @@ bool text_list(const term& t) {
 bool print_whole(std::string& out, const term& t) {
   switch (t.which()) {
     case term::type::atom:
-      if (bare_atom(t.atom_name()))
-        out += t.atom_name();
-      else
-        quoted(out, t.atom_name(), '\'');
+      beamlet::detail::append_erlang_atom(out, t.atom_name());
       return true;
     case term::type::integer:
       out += std::to_string(t.integer());
@@ -402,7 +355,7 @@ bool print_whole(std::string& out, const term& t) {
       const std::size_t whole = b.last_bits == 8 ? b.bytes.size() : b.bytes.size() - 1;
       const std::string_view body(b.bytes.data(), whole);
       if (b.last_bits == 8 && !body.empty() && printable_text(body)) {
-        quoted(out, body, '"');
+        beamlet::detail::append_erlang_string(out, body);
       } else {
         for (std::size_t i = 0; i < whole; ++i) {
           if (i != 0) out.push_back(',');
@@ -422,7 +375,7 @@ bool print_whole(std::string& out, const term& t) {
       {
         std::string s;
         for (const term& e : t.elements()) s.push_back(static_cast<char>(e.integer()));
-        quoted(out, s, '"');
+        beamlet::detail::append_erlang_string(out, s);
       }
       return true;
     case term::type::tuple:

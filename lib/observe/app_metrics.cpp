@@ -12,6 +12,7 @@
 #include <beamlet/core/extension.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/observe/metrics.hpp>
 
 #include "app_metrics_render.hpp"
 
@@ -181,19 +182,6 @@ void append_number(std::string& out, double v) {
   }
 }
 
-void append_escaped(std::string& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-}
-
 /// `{a="x",b="y"` plus `extra` (already formatted), closed; nothing when both are empty.
 void append_labels(std::string& out, const metric_spec& spec,
                    const std::vector<std::string>& values, std::string_view extra = {}) {
@@ -201,10 +189,7 @@ void append_labels(std::string& out, const metric_spec& spec,
   out += '{';
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';
-    out += spec.labels[i];
-    out += "=\"";
-    append_escaped(out, values[i]);
-    out += '"';
+    out += metrics_writer::label(spec.labels[i], values[i]);
   }
   if (!extra.empty()) {
     if (!values.empty()) out += ',';

@@ -33,6 +33,8 @@ TEST(ExitReason, ErrorTuplesAreBuiltFromPartsAndEscaped) {
                 .to_string(),
             "{'Tag','it\\'s',a@b_1,42,-7,true,{shutdown,x}}");
   EXPECT_EQ(exit_reason::error_tuple("only").to_string(), "{only}");
+  // A reserved word is quoted, or it would not read back as an atom.
+  EXPECT_EQ(exit_reason::error_tuple("end", reason_atom{"of"}).to_string(), "{'end','of'}");
   EXPECT_FALSE(exit_reason::error_tuple("e", 1).is_clean());
 }
 

@@ -34,9 +34,11 @@ struct reason_atom {
 };
 
 namespace detail {
-void append_reason_atom(std::string& out, std::string_view name);
-/// As Erlang prints a string: "...", with \\, \", \n, \t, \r and octal escapes.
-void append_reason_string(std::string& out, std::string_view text);
+/// An atom as Erlang prints it: bare where it may be (`drop_oldest`), quoted otherwise
+/// (`'Drop me'`, `'end'`). The distribution layer prints its terms with these too.
+void append_erlang_atom(std::string& out, std::string_view name);
+/// A string as Erlang prints it: "...", escaped so that Erlang's reader gives it back.
+void append_erlang_string(std::string& out, std::string_view text);
 }  // namespace detail
 
 class exit_reason {
@@ -71,7 +73,7 @@ class exit_reason {
   template <class... Elements>
   static exit_reason error_tuple(std::string_view tag, const Elements&... elements) {
     std::string t = "{";
-    detail::append_reason_atom(t, tag);
+    detail::append_erlang_atom(t, tag);
     ((t += ',', append_element(t, elements)), ...);
     t += '}';
     return error(std::move(t));
@@ -124,7 +126,7 @@ class exit_reason {
   template <class E>
   static void append_element(std::string& out, const E& e) {
     if constexpr (std::is_same_v<E, reason_atom>)
-      detail::append_reason_atom(out, e.name);
+      detail::append_erlang_atom(out, e.name);
     else if constexpr (std::is_same_v<E, exit_reason>)
       out += e.to_string();
     else if constexpr (std::is_same_v<E, bool>)
@@ -132,7 +134,7 @@ class exit_reason {
     else if constexpr (std::is_integral_v<E>)
       out += std::to_string(e);
     else if constexpr (std::is_convertible_v<const E&, std::string_view>)
-      detail::append_reason_string(out, std::string_view(e));
+      detail::append_erlang_string(out, std::string_view(e));
     else
       static_assert(std::is_same_v<E, reason_atom>,
                     "error_tuple: an element is a reason_atom, a string, an integer, a bool or "
