@@ -5,6 +5,10 @@ function(beamlet_set_warnings target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
       -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual)
+    # Clang checks the core's lock annotations (lib/core/thread_safety.hpp) at compile time.
+    if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+      target_compile_options(${target} PRIVATE -Wthread-safety)
+    endif()
     if(BEAMLET_WERROR)
       target_compile_options(${target} PRIVATE -Werror)
     endif()

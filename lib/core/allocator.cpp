@@ -10,11 +10,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <new>
 #include <vector>
 
 #include <sys/mman.h>
+
+#include "thread_safety.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -93,19 +94,20 @@ struct batch {
 };
 
 struct central_class {
-  std::mutex mu;
-  std::vector<batch> batches;
-  char* bump = nullptr;  // carving position in the current chunk
-  char* bump_end = nullptr;
+  mutex mu;
+  std::vector<batch> batches BEAMLET_GUARDED_BY(mu);
+  char* bump BEAMLET_GUARDED_BY(mu) = nullptr;  // carving position in the current chunk
+  char* bump_end BEAMLET_GUARDED_BY(mu) = nullptr;
 };
 
 struct central_state {
   central_class classes[class_count];
-  std::mutex chunks_mu;
-  std::vector<void*> chunks;  // kept reachable for leak checkers; freed never
+  mutex chunks_mu;
+  // Kept reachable for leak checkers; freed never.
+  std::vector<void*> chunks BEAMLET_GUARDED_BY(chunks_mu);
   std::atomic<std::int64_t> exited_live{0};
-  std::mutex caches_mu;
-  std::vector<struct thread_cache*> caches;
+  mutex caches_mu;
+  std::vector<struct thread_cache*> caches BEAMLET_GUARDED_BY(caches_mu);
 };
 
 central_state& central() {
@@ -135,7 +137,7 @@ constinit thread_local thread_cache tls_cache{};
   b.count -= n;
   last->next = nullptr;
   central_class& cc = central().classes[c];
-  std::lock_guard lock(cc.mu);
+  lock_guard lock(cc.mu);
   try {
     cc.batches.push_back({head, n});
   } catch (...) {
@@ -155,7 +157,7 @@ struct cache_cleaner {
       if (b.count > 0) release_batch(c, b, b.count);
     }
     central_state& cs = central();
-    std::lock_guard lock(cs.caches_mu);
+    lock_guard lock(cs.caches_mu);
     cs.exited_live.fetch_add(tc.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
     tc.live.store(0, std::memory_order_relaxed);
     std::erase(cs.caches, &tc);
@@ -167,7 +169,7 @@ struct cache_cleaner {
   thread_local cache_cleaner cleaner;
   (void)cleaner;
   central_state& cs = central();
-  std::lock_guard lock(cs.caches_mu);
+  lock_guard lock(cs.caches_mu);
   cs.caches.push_back(&tc);
   tc.registered = true;
 }
@@ -178,7 +180,7 @@ struct cache_cleaner {
   central_class& cc = central().classes[c];
   const std::uint32_t want = batch_of(c);
   {
-    std::lock_guard lock(cc.mu);
+    lock_guard lock(cc.mu);
     if (!cc.batches.empty()) {
       batch bt = cc.batches.back();
       cc.batches.pop_back();
@@ -191,7 +193,7 @@ struct cache_cleaner {
       void* chunk = new_chunk();
       {
         central_state& cs = central();
-        std::lock_guard chunks_lock(cs.chunks_mu);
+        lock_guard chunks_lock(cs.chunks_mu);
         try {
           cs.chunks.push_back(chunk);
         } catch (...) {
@@ -292,7 +294,7 @@ void deallocate(void* p, std::size_t size) noexcept {
 
 std::int64_t live_blocks() noexcept {
   central_state& cs = central();
-  std::lock_guard lock(cs.caches_mu);
+  lock_guard lock(cs.caches_mu);
   std::int64_t total = cs.exited_live.load(std::memory_order_relaxed);
   for (thread_cache* tc : cs.caches) total += tc->live.load(std::memory_order_relaxed);
   return total;

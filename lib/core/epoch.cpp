@@ -35,7 +35,7 @@ void epoch_domain::retire(bag& b, void* object, void (*free)(void*) noexcept) {
 }
 
 void epoch_domain::retire_shared(void* object, void (*free)(void*) noexcept) {
-  std::lock_guard lock(shared_mu_);
+  lock_guard lock(shared_mu_);
   retire(shared_, object, free);
 }
 
@@ -70,8 +70,10 @@ void epoch_domain::collect(bag& b) noexcept {
 }
 
 void epoch_domain::collect_shared() noexcept {
-  std::unique_lock lock(shared_mu_, std::try_to_lock);
-  if (lock.owns_lock()) collect(shared_);
+  // Whoever holds the lock is retiring or collecting already; this round can be skipped.
+  if (!shared_mu_.try_lock()) return;
+  collect(shared_);
+  shared_mu_.unlock();
 }
 
 void epoch_domain::free_all(bag& b) noexcept {
@@ -81,7 +83,7 @@ void epoch_domain::free_all(bag& b) noexcept {
 }
 
 void epoch_domain::free_all_shared() noexcept {
-  std::lock_guard lock(shared_mu_);
+  lock_guard lock(shared_mu_);
   free_all(shared_);
 }
 

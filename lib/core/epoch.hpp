@@ -14,10 +14,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <beamlet/core/config.hpp>
+
+#include "thread_safety.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -91,8 +92,8 @@ class epoch_domain {
   std::unique_ptr<record[]> workers_;
   unsigned worker_count_;
   record outside_[outside_slots];
-  std::mutex shared_mu_;
-  bag shared_;
+  mutex shared_mu_;
+  bag shared_ BEAMLET_GUARDED_BY(shared_mu_);
 };
 
 }  // namespace detail

@@ -50,7 +50,7 @@ namespace detail {
 
 void set_event_sink(runtime_core& rt, std::shared_ptr<event_sink> sink, log_level level,
                     bool reports) noexcept {
-  std::lock_guard lock(rt.sink_mu);
+  lock_guard lock(rt.sink_mu);
   const bool on = sink != nullptr;
   rt.sink = std::move(sink);
   rt.event_level.store(on ? static_cast<int>(level) : -1, std::memory_order_release);
@@ -58,7 +58,7 @@ void set_event_sink(runtime_core& rt, std::shared_ptr<event_sink> sink, log_leve
 }
 
 void set_event_level(runtime_core& rt, log_level level, bool reports) noexcept {
-  std::lock_guard lock(rt.sink_mu);
+  lock_guard lock(rt.sink_mu);
   if (rt.sink == nullptr) return;
   rt.event_level.store(static_cast<int>(level), std::memory_order_release);
   rt.report_level.store(reports ? static_cast<int>(level) : -1, std::memory_order_release);
@@ -76,7 +76,7 @@ void emit_event(runtime_core& rt, log_event&& e) noexcept {
   if (!(e.report.empty() ? log_enabled(rt, e.level) : report_enabled(rt, e.level))) return;
   std::shared_ptr<event_sink> sink;
   {
-    std::lock_guard lock(rt.sink_mu);
+    lock_guard lock(rt.sink_mu);
     sink = rt.sink;
   }
   if (sink == nullptr) return;
@@ -286,7 +286,7 @@ void inspect_parked(runtime_core& rt, proc* p, process_details& s) {
 }
 
 void inspect_mailbox(proc* p, process_details& s) {
-  std::lock_guard lock(p->wait_state().mu);
+  lock_guard lock(p->wait_state().mu);
   // Under the mutex, a mailbox whose word is `blocked` is in its wait and cannot leave it.
   if (p->inbox.load(std::memory_order_acquire) != inbox_word::blocked) return;
   try {
@@ -337,7 +337,7 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   }
   s.registered_name = rt.names.name_of(p).value_or(std::string());
   {
-    std::lock_guard lock(p->watchers_lock);
+    detail::lock_guard lock(p->watchers_lock);
     // Its monitors have been told (or are being told) it is dead: whoever got a DOWN must not
     // find it alive here, as on BEAM.
     if (p->watchers_closed) return std::nullopt;

@@ -139,7 +139,7 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
         std::uint32_t slot;
         {
           // The child is published, so a concurrent monitor() could touch its set.
-          std::lock_guard lock(p->watchers_lock);
+          detail::lock_guard lock(p->watchers_lock);
           slot = p->watchers.add(r, parent->id());
         }
         parent->monitors.insert(r, monitor_entry{id, slot, nullptr});
@@ -416,7 +416,7 @@ ref monitor_impl(detail::proc* p, detail::runtime_core& rt, pid target, bool mar
   auto& map = p->monitors;
   detail::monitor_entry* entry = map.insert(r, detail::monitor_entry{target, 0, std::move(name)});
   {
-    std::lock_guard lock(t->watchers_lock);
+    detail::lock_guard lock(t->watchers_lock);
     if (!t->watchers_closed) {
       try {
         entry->slot = t->watchers.add(r, p->id());

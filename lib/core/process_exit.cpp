@@ -55,7 +55,7 @@ void signal_links(proc* p) noexcept {
 void signal_watchers(proc* p) noexcept {
   watcher_set set;
   {
-    std::lock_guard lock(p->watchers_lock);
+    detail::lock_guard lock(p->watchers_lock);
     p->watchers_closed = true;
     set.swap(p->watchers);
   }
@@ -170,7 +170,7 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   if (rt.draining.load(std::memory_order_seq_cst)) [[unlikely]] {
     // A shutdown waits for the processes to end: the exit that ends the wait wakes it.
     if (rt.table.size_seq_cst() <= rt.scoped_processes.load(std::memory_order_seq_cst)) {
-      std::lock_guard lock(rt.drain_mu);
+      lock_guard lock(rt.drain_mu);
       rt.drain_cv.notify_all();
     }
   }

@@ -19,7 +19,7 @@ void wake(proc* p) noexcept {
   if (p->external) {
     // The owner waits on the condition variable with the inbox as its predicate; taking the
     // mutex orders this notify after its check.
-    std::lock_guard lock(p->wait_state().mu);
+    lock_guard lock(p->wait_state().mu);
     p->wait_state().cv.notify_one();
   } else {
     p->rt()->sched.wake(p);
@@ -431,7 +431,7 @@ void drop_monitor(runtime_core& rt, pid watcher, std::uint64_t r, const monitor_
   proc* t = rt.table.lookup(e.target);
   // A target that left the table has already closed its watcher set.
   if (t == nullptr) return;
-  std::lock_guard lock(t->watchers_lock);
+  detail::lock_guard lock(t->watchers_lock);
   if (!t->watchers_closed) t->watchers.remove(e.slot, r);
 }
 

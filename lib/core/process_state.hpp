@@ -26,7 +26,6 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -65,7 +64,8 @@ constexpr bool is_mark(std::uintptr_t w) noexcept {
 /// The word without its count: the newest node of the chain, or a mark. A push links its node
 /// to this as it is (so the oldest node of a chain points at a mark, not at null).
 inline message_node* link_of(std::uintptr_t w) noexcept {
-  return reinterpret_cast<message_node*>(w & pointer_mask);
+  // The word was made from a node's address (or a mark), so the cast gives back that address.
+  return reinterpret_cast<message_node*>(w & pointer_mask);  // NOLINT(performance-no-int-to-ptr)
 }
 /// True for the marks and null: the end of a chain.
 inline bool chain_end(const message_node* n) noexcept {
@@ -109,7 +109,7 @@ struct monitor_entry {
 
 /// Blocking state of a scoped_process.
 struct external_wait {
-  std::mutex mu;
+  mutex mu;
   std::condition_variable cv;
 };
 
@@ -199,13 +199,13 @@ struct proc {
 
   // -- guarded by watchers_lock ------------------------------------------------------------------
   spinlock watchers_lock;
-  bool watchers_closed = false;
+  bool watchers_closed BEAMLET_GUARDED_BY(watchers_lock) = false;
   // (two fields of other groups, in the padding)
   std::atomic<reg_state> registration{reg_state::open};  ///< see the registry group below
   /// Set (never cleared) once a send_after timer was aimed at this process: its exit then
   /// cancels those timers (timer_service::cancel_aimed_at).
   std::atomic<bool> timers_aimed{false};
-  watcher_set watchers;
+  watcher_set watchers BEAMLET_GUARDED_BY(watchers_lock);
 
   // -- registry (reg_name under the registry mutex) ----------------------------------------------
   const std::string* reg_name = nullptr;

@@ -14,7 +14,7 @@ std::error_code registry::register_name(std::string_view name, proc* p) {
   // `undefined` is what whereis answers for a free name in Erlang, so it cannot be a name
   // (spec §9 rule 1).
   if (name.empty() || name == "undefined") return errc::invalid_name;
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   if (p == nullptr) return errc::not_alive;
   const reg_state st = p->registration.load(std::memory_order_acquire);
   if (st == reg_state::closed) return errc::not_alive;
@@ -33,7 +33,7 @@ std::error_code registry::register_name(std::string_view name, proc* p) {
 }
 
 std::error_code registry::unregister_name(std::string_view name, const process_table& table) {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   auto it = names_.find(name);
   if (it == names_.end()) return errc::not_registered;
   // The holder cannot finish exiting while we hold the lock (release() takes it), so it is
@@ -47,14 +47,14 @@ std::error_code registry::unregister_name(std::string_view name, const process_t
 }
 
 std::optional<pid> registry::whereis(std::string_view name) const {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   auto it = names_.find(name);
   if (it == names_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::string> registry::names() const {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   std::vector<std::string> out;
   out.reserve(names_.size());
   for (const auto& [name, p] : names_) out.push_back(name);
@@ -63,7 +63,7 @@ std::vector<std::string> registry::names() const {
 }
 
 std::vector<std::pair<std::string, pid>> registry::entries() const {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   std::vector<std::pair<std::string, pid>> out(names_.begin(), names_.end());
   std::sort(out.begin(), out.end());
   return out;
@@ -72,7 +72,7 @@ std::vector<std::pair<std::string, pid>> registry::entries() const {
 std::optional<std::string> registry::name_of(const proc* p) const {
   if (p == nullptr || p->registration.load(std::memory_order_acquire) != reg_state::named)
     return std::nullopt;
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   if (p->reg_name == nullptr) return std::nullopt;
   return *p->reg_name;
 }
@@ -83,7 +83,7 @@ void registry::release(proc* p) noexcept {
   if (p->registration.compare_exchange_strong(expected, reg_state::closed,
                                               std::memory_order_acq_rel))
     return;
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   // Named, or unregistered meanwhile (then open again).
   p->registration.store(reg_state::closed, std::memory_order_release);
   if (p->reg_name != nullptr) {

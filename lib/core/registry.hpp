@@ -3,7 +3,6 @@
 // (the owner marks itself closed under the same lock), so a name can never outlive its process.
 #pragma once
 
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +12,8 @@
 #include <vector>
 
 #include <beamlet/core/ids.hpp>
+
+#include "thread_safety.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -39,8 +40,8 @@ class registry {
       return std::hash<std::string_view>{}(s);
     }
   };
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, pid, hash, std::equal_to<>> names_;
+  mutable mutex mu_;
+  std::unordered_map<std::string, pid, hash, std::equal_to<>> names_ BEAMLET_GUARDED_BY(mu_);
 };
 
 }  // namespace detail

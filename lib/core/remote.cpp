@@ -67,7 +67,7 @@ bool remote_monitor_in(runtime_core& rt, pid watcher, pid target, std::uint64_t 
   pin guard(rt);
   proc* t = rt.table.lookup(target);
   if (t == nullptr) return false;
-  std::lock_guard lock(t->watchers_lock);
+  detail::lock_guard lock(t->watchers_lock);
   if (t->watchers_closed) return false;
   try {
     *slot = t->watchers.add(ref, watcher);
@@ -83,7 +83,7 @@ void remote_demonitor_in(runtime_core& rt, pid target, std::uint64_t ref,
   pin guard(rt);
   proc* t = rt.table.lookup(target);
   if (t == nullptr) return;
-  std::lock_guard lock(t->watchers_lock);
+  detail::lock_guard lock(t->watchers_lock);
   if (!t->watchers_closed) t->watchers.remove(slot, ref);
 }
 

@@ -48,7 +48,7 @@ runtime_options normalized(runtime_options o) {
 
 runtime_core::runtime_core(const runtime_options& o)
     : options(normalized(o)),
-      manual_clock_(options.clock != nullptr),
+      uses_manual_clock(options.clock != nullptr),
       epoch(options.schedulers),
       table(options.max_processes),
       timers(*this),
@@ -62,6 +62,7 @@ runtime_core::~runtime_core() {
 void runtime_core::start() {
   timers.start();
   sched.start();
+  lock_guard lock(shutdown_mu_);
   started_ = true;
 }
 
@@ -98,7 +99,7 @@ void runtime_core::retire(proc* p) noexcept {
 }
 
 runtime_extension& extension_slot(runtime_core& rt, const void* key, extension_factory make) {
-  std::lock_guard lock(rt.extensions_mu_);  // recursive: attached() may look up others
+  lock_guard lock(rt.extensions_mu_);  // recursive: attached() may look up others
   for (auto& [k, e] : rt.extensions_)
     if (k == key) return *e;
   std::unique_ptr<runtime_extension> made = make();
@@ -111,7 +112,7 @@ runtime_extension& extension_slot(runtime_core& rt, const void* key, extension_f
 void runtime_core::stop_extensions() noexcept {
   std::vector<runtime_extension*> all;
   {
-    std::lock_guard lock(extensions_mu_);
+    lock_guard lock(extensions_mu_);
     for (auto& [k, e] : extensions_) all.push_back(e.get());
   }
   for (runtime_extension* e : all) e->stopping();
@@ -126,7 +127,7 @@ void runtime_core::shutdown() {
     // It would wait for the very process that called it to exit.
     throw std::logic_error("beamlet: runtime::shutdown() called from inside one of its processes");
   }
-  std::lock_guard lock(shutdown_mu_);
+  lock_guard lock(shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
   if (!started_) return;
@@ -149,8 +150,8 @@ void runtime_core::shutdown() {
   const auto deadline = deadline_after(std::chrono::steady_clock::now(), options.shutdown_grace);
   draining.store(true, std::memory_order_seq_cst);
   {
-    std::unique_lock drain_lock(drain_mu);
-    drain_cv.wait_until(drain_lock, deadline, [&] {
+    unique_lock drain_lock(drain_mu);
+    drain_lock.wait_until(drain_cv, deadline, [&] {
       return table.size_seq_cst() <= scoped_processes.load(std::memory_order_seq_cst);
     });
   }
@@ -276,7 +277,7 @@ std::vector<pid> runtime::monitored_by(pid p) const {
   detail::pin guard(*core_);
   detail::proc* q = core_->table.lookup(p);
   if (q == nullptr) return out;
-  std::lock_guard lock(q->watchers_lock);
+  detail::lock_guard lock(q->watchers_lock);
   for (const auto& s : q->watchers)
     if (s.ref != 0) out.push_back(s.watcher);
   return out;

@@ -6,7 +6,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "process_table.hpp"
 #include "registry.hpp"
 #include "scheduler.hpp"
+#include "thread_safety.hpp"
 #include "timer_service.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -38,7 +38,7 @@ class runtime_core {
 
   /// The runtime's time: the steady clock unless runtime_options::clock says otherwise.
   clock_time now() const noexcept {
-    return manual_clock_ ? options.clock->now() : std::chrono::steady_clock::now();
+    return uses_manual_clock ? options.clock->now() : std::chrono::steady_clock::now();
   }
 
   /// A reference unique in this program (not just this runtime).
@@ -51,7 +51,7 @@ class runtime_core {
   }
 
   const runtime_options options;
-  const bool manual_clock_;
+  const bool uses_manual_clock;
   epoch_domain epoch;
   process_table table;
   registry names;
@@ -70,8 +70,8 @@ class runtime_core {
   std::atomic<int> event_level{-1};
   /// The same for reports: -1 when reports are off.
   std::atomic<int> report_level{-1};
-  std::mutex sink_mu;
-  std::shared_ptr<event_sink> sink;
+  mutex sink_mu;
+  std::shared_ptr<event_sink> sink BEAMLET_GUARDED_BY(sink_mu);
   /// The system monitor's thresholds; 0 means off. `active` says which alarms are on
   /// (monitor_queue, monitor_schedule): a run loads it once, so an unused monitor costs a run
   /// one relaxed load and a send nothing.
@@ -90,7 +90,7 @@ class runtime_core {
   /// shutdown's store and its load of the count, are sequentially consistent, so either the
   /// exit sees the flag or shutdown sees the exit.
   std::atomic<bool> draining{false};
-  std::mutex drain_mu;
+  mutex drain_mu;
   std::condition_variable drain_cv;
   /// Mailboxes ever opened, and processes allocated but never started (their body's copy
   /// threw): with the table's insert count they give the spawn and exit totals.
@@ -104,12 +104,13 @@ class runtime_core {
  private:
   friend runtime_extension& extension_slot(runtime_core&, const void*, extension_factory);
   void stop_extensions() noexcept;
-  std::recursive_mutex extensions_mu_;
-  std::vector<std::pair<const void*, std::unique_ptr<runtime_extension>>> extensions_;
+  recursive_mutex extensions_mu_;
+  std::vector<std::pair<const void*, std::unique_ptr<runtime_extension>>> extensions_
+      BEAMLET_GUARDED_BY(extensions_mu_);
   std::atomic<std::uint32_t> refs_{1};
-  std::mutex shutdown_mu_;  // one shutdown runs; concurrent callers wait for it
-  bool shut_down_ = false;
-  bool started_ = false;
+  mutex shutdown_mu_;  // one shutdown runs; concurrent callers wait for it
+  bool shut_down_ BEAMLET_GUARDED_BY(shutdown_mu_) = false;
+  bool started_ BEAMLET_GUARDED_BY(shutdown_mu_) = false;
 };
 
 /// Pins the calling thread for one operation unless it is one of `rt`'s workers (which are

@@ -131,7 +131,7 @@ void scheduler::stop() noexcept {
     // Second call (destructor after shutdown): threads are already joined.
   }
   {
-    std::lock_guard lock(idle_mu_);
+    lock_guard lock(idle_mu_);
     for (worker* w : idle_) {
       w->sleep_word.store(1, std::memory_order_release);
       w->sleep_word.notify_one();
@@ -162,7 +162,7 @@ void scheduler::spawned(proc* p) {
 }
 
 void scheduler::push_global(proc* const* ps, std::size_t n) {
-  std::lock_guard lock(global_mu_);
+  lock_guard lock(global_mu_);
   if (global_.empty()) global_since_.store(now_ns(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < n; ++i) global_.push_back(ps[i]);
   global_size_.fetch_add(n, std::memory_order_release);
@@ -170,7 +170,7 @@ void scheduler::push_global(proc* const* ps, std::size_t n) {
 
 proc* scheduler::pop_global(worker& w) {
   if (global_size_.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard lock(global_mu_);
+  lock_guard lock(global_mu_);
   if (global_.empty()) return nullptr;
   // Take a share of the queue into the ring, so the next runs need no lock.
   const std::size_t share =
@@ -240,7 +240,7 @@ void scheduler::notify_one() {
   if (spinning_.load(std::memory_order_relaxed) != 0) return;  // a spinner will find it
   worker* w = nullptr;
   {
-    std::lock_guard lock(idle_mu_);
+    lock_guard lock(idle_mu_);
     if (idle_.empty()) return;
     w = idle_.back();
     idle_.pop_back();
@@ -287,7 +287,7 @@ void scheduler::park(worker& w) {
   rt_.epoch.collect(w.retired);
   rt_.epoch.leave(w.rec);
   {
-    std::lock_guard lock(idle_mu_);
+    lock_guard lock(idle_mu_);
     w.sleep_word.store(0, std::memory_order_relaxed);
     idle_.push_back(&w);
   }
@@ -296,7 +296,7 @@ void scheduler::park(worker& w) {
     while (w.sleep_word.load(std::memory_order_acquire) == 0)
       w.sleep_word.wait(0, std::memory_order_acquire);
   } else {
-    std::lock_guard lock(idle_mu_);
+    lock_guard lock(idle_mu_);
     if (auto it = std::find(idle_.begin(), idle_.end(), &w); it != idle_.end()) {
       idle_.erase(it);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
@@ -342,7 +342,7 @@ void scheduler::clear_queues() noexcept {
     }
     w->next_slot = nullptr;
   }
-  std::lock_guard lock(global_mu_);
+  lock_guard lock(global_mu_);
   global_.clear();
   global_size_.store(0);
 }

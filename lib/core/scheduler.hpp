@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -28,6 +27,7 @@
 
 #include "epoch.hpp"
 #include "run_queue.hpp"
+#include "thread_safety.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -130,15 +130,15 @@ class scheduler {
 
   // Pointers, not a list threaded through the processes: moving a batch to a ring touches no
   // process memory.
-  std::mutex global_mu_;
-  std::deque<proc*> global_;
+  mutex global_mu_;
+  std::deque<proc*> global_ BEAMLET_GUARDED_BY(global_mu_);
   std::atomic<std::size_t> global_size_{0};
   /// Steady-clock nanoseconds since the global queue was last empty or last served: entries
   /// older than global_max_wait are taken before the local queues.
   std::atomic<std::int64_t> global_since_{0};
 
-  std::mutex idle_mu_;
-  std::vector<worker*> idle_;
+  mutex idle_mu_;
+  std::vector<worker*> idle_ BEAMLET_GUARDED_BY(idle_mu_);
   std::atomic<std::uint32_t> sleepers_{0};
   std::atomic<std::uint32_t> spinning_{0};
   std::atomic<bool> stopping_{false};

@@ -45,11 +45,11 @@ namespace {
 // Every way out of the wait is decided under the mutex, which is what lets process_info read a
 // waiting mailbox's lists while holding it.
 bool wait_for_push(proc* p, const receive_op& op) {
-  std::unique_lock lock(p->wait_state().mu);
+  unique_lock lock(p->wait_state().mu);
   while (p->inbox.load(std::memory_order_acquire) == inbox_word::blocked) {
     if (!op.has_timeout) {
-      p->wait_state().cv.wait(lock);
-    } else if (p->wait_state().cv.wait_until(lock, op.deadline) == std::cv_status::timeout) {
+      lock.wait(p->wait_state().cv);
+    } else if (lock.wait_until(p->wait_state().cv, op.deadline) == std::cv_status::timeout) {
       std::uintptr_t expected = inbox_word::blocked;
       // Reopen the inbox ourselves; if a push won the race, take what it brought.
       return !p->inbox.compare_exchange_strong(expected, inbox_word::empty,
@@ -88,7 +88,7 @@ void receive_blocking(proc* p, receive_op& op) {
       if (op.since != 0) p->queue.clear_marker(op.since);
       {
         // p->op is what process_info reads (under the mutex) while the mailbox waits.
-        std::lock_guard lock(p->wait_state().mu);
+        lock_guard lock(p->wait_state().mu);
         p->op = nullptr;
         p->wait_what = nullptr;
       }
@@ -97,7 +97,7 @@ void receive_blocking(proc* p, receive_op& op) {
     }
   } guard{p, op};
   {
-    std::lock_guard lock(p->wait_state().mu);
+    lock_guard lock(p->wait_state().mu);
     p->op = &op;
   }
   if (scan_mailbox(p, op)) return;

@@ -11,6 +11,8 @@
 
 #include <beamlet/core/config.hpp>
 
+#include "thread_safety.hpp"
+
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
@@ -22,9 +24,9 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-class spinlock {
+class BEAMLET_CAPABILITY("spinlock") spinlock {
  public:
-  void lock() noexcept {
+  void lock() noexcept BEAMLET_ACQUIRE() {
     for (int spins = 0;; ++spins) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       while (locked_.load(std::memory_order_relaxed)) {
@@ -35,8 +37,10 @@ class spinlock {
       }
     }
   }
-  bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  bool try_lock() noexcept BEAMLET_TRY_ACQUIRE(true) {
+    return !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept BEAMLET_RELEASE() { locked_.store(false, std::memory_order_release); }
 
  private:
   static constexpr int spin_limit = 64;

@@ -53,14 +53,14 @@ void timer_service::stop() noexcept {
     clock_subscription_ = 0;
   }
   {
-    std::lock_guard lock(mu_);
+    lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
   }
   impl_->guard.reset();
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   for (timer_entry* e : heap_) {
     e->heap_index = timer_entry::not_queued;
     if (e->type == timer_entry::kind::send_after) {
@@ -146,19 +146,19 @@ void timer_service::request_rearm(clock_time deadline) {
   if (deadline >= armed_for_ || stopped_ || rt_.options.clock != nullptr) return;
   armed_for_ = deadline;
   boost::asio::post(impl_->io, [this] {
-    std::lock_guard lock(mu_);
+    lock_guard lock(mu_);
     arm_asio_locked();
   });
 }
 
 void timer_service::arm(timer_entry* e) {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   push_locked(e);
   if (e->heap_index == 0) request_rearm(e->deadline);
 }
 
 bool timer_service::cancel(timer_entry* e) noexcept {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   if (e->heap_index == timer_entry::not_queued) return false;
   remove_locked(e);
   return true;
@@ -206,7 +206,7 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
   e->deadline = deadline_after(rt_.now(), delay);
   const std::uint64_t r = e->ref;
   {
-    std::lock_guard lock(mu_);
+    lock_guard lock(mu_);
     if (stopped_) {
       destroy_node(msg);
       delete e;
@@ -237,7 +237,7 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
 std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noexcept {
   send_after_entry* e = nullptr;
   {
-    std::lock_guard lock(mu_);
+    lock_guard lock(mu_);
     if (!by_ref_.erase(r.value(), &e)) return std::nullopt;
     remove_locked(e);
     unlink_target_locked(e);
@@ -253,7 +253,7 @@ std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noex
 void timer_service::cancel_aimed_at(pid target) noexcept {
   send_after_entry* chain = nullptr;
   {
-    std::lock_guard lock(mu_);
+    lock_guard lock(mu_);
     send_after_entry** head = by_target_.find(target.serial());
     if (head == nullptr) return;
     chain = *head;
@@ -273,7 +273,7 @@ void timer_service::cancel_aimed_at(pid target) noexcept {
 }
 
 std::size_t timer_service::pending() const noexcept {
-  std::lock_guard lock(mu_);
+  lock_guard lock(mu_);
   return heap_.size();
 }
 
@@ -288,7 +288,7 @@ void timer_service::on_wake() noexcept {
   };
   std::vector<fired> due;
   {
-    std::lock_guard lock(mu_);
+    lock_guard lock(mu_);
     const clock_time now = rt_.now();
     while (!heap_.empty() && heap_.front()->deadline <= now) {
       timer_entry* e = heap_.front();

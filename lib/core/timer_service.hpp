@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -30,6 +29,7 @@
 #include <beamlet/core/timeout.hpp>
 
 #include "id_table.hpp"
+#include "thread_safety.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -78,24 +78,25 @@ class timer_service {
   struct send_after_entry;
   struct impl;
 
-  void push_locked(timer_entry* e);
-  void remove_locked(timer_entry* e) noexcept;
-  void sift_up(std::uint32_t i) noexcept;
-  void sift_down(std::uint32_t i) noexcept;
-  void place(timer_entry* e, std::uint32_t i) noexcept;
-  void on_wake() noexcept;
-  void request_rearm(clock_time deadline);
-  void arm_asio_locked();
-  void link_target_locked(send_after_entry* e);
-  void unlink_target_locked(send_after_entry* e) noexcept;
+  void push_locked(timer_entry* e) BEAMLET_REQUIRES(mu_);
+  void remove_locked(timer_entry* e) noexcept BEAMLET_REQUIRES(mu_);
+  void sift_up(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);
+  void sift_down(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);
+  void place(timer_entry* e, std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);
+  void on_wake() noexcept BEAMLET_EXCLUDES(mu_);
+  void request_rearm(clock_time deadline) BEAMLET_REQUIRES(mu_);
+  void arm_asio_locked() BEAMLET_REQUIRES(mu_);
+  void link_target_locked(send_after_entry* e) BEAMLET_REQUIRES(mu_);
+  void unlink_target_locked(send_after_entry* e) noexcept BEAMLET_REQUIRES(mu_);
 
   runtime_core& rt_;
-  mutable std::mutex mu_;
-  std::vector<timer_entry*> heap_;
-  id_table<send_after_entry*> by_ref_;
-  id_table<send_after_entry*> by_target_;  // pid serial -> first timer aimed at it
-  clock_time armed_for_ = clock_time::max();
-  bool stopped_ = false;
+  mutable mutex mu_;
+  std::vector<timer_entry*> heap_ BEAMLET_GUARDED_BY(mu_);
+  id_table<send_after_entry*> by_ref_ BEAMLET_GUARDED_BY(mu_);
+  // pid serial -> first timer aimed at it
+  id_table<send_after_entry*> by_target_ BEAMLET_GUARDED_BY(mu_);
+  clock_time armed_for_ BEAMLET_GUARDED_BY(mu_) = clock_time::max();
+  bool stopped_ BEAMLET_GUARDED_BY(mu_) = false;
   std::uint64_t clock_subscription_ = 0;  // with a manual clock
   std::unique_ptr<impl> impl_;
 };

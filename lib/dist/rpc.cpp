@@ -25,28 +25,25 @@ namespace core = beamlet::detail;
 
 namespace {
 
-term atom_of(const char* a) {
-  return term::make_atom(a);
-}
-
 // What the caller's monitor reports: the call's outcome in erpc's shape.
 term outcome(const term& res, const rpc_function* f, const term& module, const term& function,
              const term& args) {
   if (f == nullptr) {
     // undef, with the stack entry erpc shows: [{M, F, Args, []}]
     return term::make_tuple(
-        {res, atom_of("error"), atom_of("undef"),
+        {res, term::make_atom("error"), term::make_atom("undef"),
          term::make_list({term::make_tuple({module, function, args, term::make_list({})})})});
   }
   try {
-    return term::make_tuple({res, atom_of("return"), (*f)(args.elements())});
+    return term::make_tuple({res, term::make_atom("return"), (*f)(args.elements())});
   } catch (const std::exception& e) {
     return term::make_tuple(
-        {res, atom_of("error"),
-         term::make_tuple({atom_of("cpp_exception"), term::make_binary(e.what())}),
+        {res, term::make_atom("error"),
+         term::make_tuple({term::make_atom("cpp_exception"), term::make_binary(e.what())}),
          term::make_list({})});
   } catch (...) {
-    return term::make_tuple({res, atom_of("error"), atom_of("cpp_exception"), term::make_list({})});
+    return term::make_tuple(
+        {res, term::make_atom("error"), term::make_atom("cpp_exception"), term::make_list({})});
   }
 }
 
@@ -71,7 +68,8 @@ bool handle_spawn_request(node_state& node, process& self, const node_incarnatio
   }
   auto refuse = [&](const char* why) {
     (void)append_packet(
-        out, term::make_tuple({term(ctl::spawn_reply), req, term(from), term(0), atom_of(why)}),
+        out,
+        term::make_tuple({term(ctl::spawn_reply), req, term(from), term(0), term::make_atom(why)}),
         nullptr, me);
     return true;
   };
@@ -103,10 +101,11 @@ bool handle_spawn_request(node_state& node, process& self, const node_incarnatio
       st->log(log_level::error, "distribution: the result of " + module.atom_name() + ":" +
                                     function.atom_name() +
                                     " cannot be encoded: " + written.error());
-      const term failure = term::make_tuple(
-          {res, atom_of("error"),
-           term::make_tuple({atom_of("unencodable_result"), term::make_binary(written.error())}),
-           term::make_list({})});
+      const term failure =
+          term::make_tuple({res, term::make_atom("error"),
+                            term::make_tuple({term::make_atom("unencodable_result"),
+                                              term::make_binary(written.error())}),
+                            term::make_list({})});
       down =
           term::make_tuple({term(ctl::monitor_p_exit), term(p.self()), term(from), req, failure});
       written = append_packet(c.bytes, down, nullptr, st->self);

@@ -20,31 +20,28 @@ namespace detail {
 
 namespace {
 
-term atom_of(const char* a) {
-  return term::make_atom(a);
-}
-
 /// {badrpc, {'EXIT', {Reason, Stack}}}, as rex answers a call that failed.
 term badrpc_exit(term reason, term stack) {
   return term::make_tuple(
-      {atom_of("badrpc"),
+      {term::make_atom("badrpc"),
        term::make_tuple(
-           {atom_of("EXIT"), term::make_tuple({std::move(reason), std::move(stack)})})});
+           {term::make_atom("EXIT"), term::make_tuple({std::move(reason), std::move(stack)})})});
 }
 
 term run_rpc(const std::optional<rpc_function>& f, const term& module, const term& function,
              const term& args) {
   if (!f)
     return badrpc_exit(
-        atom_of("undef"),
+        term::make_atom("undef"),
         term::make_list({term::make_tuple({module, function, args, term::make_list({})})}));
   try {
     return (*f)(args.elements());
   } catch (const std::exception& e) {
-    return badrpc_exit(term::make_tuple({atom_of("cpp_exception"), term::make_binary(e.what())}),
-                       term::make_list({}));
+    return badrpc_exit(
+        term::make_tuple({term::make_atom("cpp_exception"), term::make_binary(e.what())}),
+        term::make_list({}));
   } catch (...) {
-    return badrpc_exit(atom_of("cpp_exception"), term::make_list({}));
+    return badrpc_exit(term::make_atom("cpp_exception"), term::make_list({}));
   }
 }
 
@@ -66,7 +63,7 @@ task<> rex_body(process& self, node_state& node) {
     const term& r = call->request;
     if (!r.is_tuple() || r.size() != 5 || !r[0].is_atom("call") || !r[1].is_atom() ||
         !r[2].is_atom() || !r[3].is_list() || r[3].tail() != nullptr) {
-      reply(self, *call, badrpc_exit(atom_of("badarg"), term::make_list({})));
+      reply(self, *call, badrpc_exit(term::make_atom("badarg"), term::make_list({})));
       continue;
     }
     // Each call runs in a process of its own: a slow function does not hold up the others.
@@ -87,15 +84,16 @@ task<> group_leader_body(process& self, node_state& node) {
     // {io_request, From, ReplyAs, Request} -> From ! {io_reply, ReplyAs, Reply}
     if (!t.is_tuple() || t.size() != 4 || !t[0].is_atom("io_request") || !t[1].is_pid()) continue;
     const term& req = t[3];
-    term answer = atom_of("ok");
+    term answer = term::make_atom("ok");
     if (req.is_tuple() && req.size() >= 3 && req[0].is_atom("put_chars")) {
       const auto text = req.size() == 3 ? chars_of(req[2]) : std::nullopt;
       node.log(log_level::info,
                "distribution: output of a remote call: " + (text ? *text : req.to_string()));
     } else if (!(req.is_tuple() && req.size() >= 1 && req[0].is_atom("setopts"))) {
-      answer = term::make_tuple({atom_of("error"), atom_of("enotsup")});  // no input here
+      answer = term::make_tuple(
+          {term::make_atom("error"), term::make_atom("enotsup")});  // no input here
     }
-    self.send(t[1].pid(), term::make_tuple({atom_of("io_reply"), t[2], std::move(answer)}));
+    self.send(t[1].pid(), term::make_tuple({term::make_atom("io_reply"), t[2], std::move(answer)}));
   }
 }
 

@@ -34,7 +34,7 @@ struct gen_restart {
   pid old;
 };
 /// A restart postponed by the child's backoff, due now.
-struct backoff_restart {
+struct dyn_backoff_restart {
   pid old;
 };
 /// The kill timer of one shutdown-time group during a parallel shutdown.
@@ -95,7 +95,7 @@ sup_error error_of(sup_errc code) {
 template <>
 inline constexpr bool is_control_message<gen_restart> = true;
 template <>
-inline constexpr bool is_control_message<backoff_restart> = true;
+inline constexpr bool is_control_message<dyn_backoff_restart> = true;
 template <>
 inline constexpr bool is_control_message<kill_timer> = true;
 
@@ -237,7 +237,7 @@ child_counts dynamic_supervisor_server::handle_call(const dyn_count_children&, f
 }
 
 task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
-  if (auto* b = m.get_if<backoff_restart>()) {
+  if (auto* b = m.get_if<dyn_backoff_restart>()) {
     auto it = children_.find(b->old);
     // Terminated meanwhile: nothing to do.
     if (it == children_.end() || !it->second.restarting) co_return gen::noreply();
@@ -284,7 +284,7 @@ task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
     // Decided now (and counted above); started when the delay is over.
     const auto delay = c.backoff.next_delay(*c.spec.backoff, self().now(), c.restarting);
     c.restarting = true;
-    self().send_after(self().self(), backoff_restart{old}, delay);
+    self().send_after(self().self(), dyn_backoff_restart{old}, delay);
     co_return std::nullopt;
   }
   co_await start_again(old);
