@@ -58,7 +58,7 @@ task<reply_of_t<Req>> sup_call(process& self, server_ref<S> sup, Req req, timeou
   }
   co_return unexpected(sup_error{sup_errc::mailbox_full, pid(), {}, std::nullopt});
 }
-/// The same from an outside thread's mailbox.
+/// The same from an outside thread's scoped_process.
 template <class S, class Req>
 reply_of_t<Req> sup_call(scoped_process& me, server_ref<S> sup, Req req, timeout_value timeout,
                          bool prio = false) {

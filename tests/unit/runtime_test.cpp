@@ -97,7 +97,7 @@ TEST(Runtime, SpawnAfterShutdownThrows) {
   rt.send(pid(1), go{});  // harmless
 }
 
-// runtime_options::max_processes is exact: that many processes (mailboxes included) and no
+// runtime_options::max_processes is exact: that many processes (scoped processes included) and no
 // more, whatever the internal table's size.
 TEST(Runtime, MaxProcessesIsExact) {
   for (const std::size_t limit : {std::size_t{1}, std::size_t{16}, std::size_t{1000}}) {

@@ -2,13 +2,13 @@
 //
 // A runtime owns N scheduler threads (default: one per hardware thread), the table of live
 // processes, the name registry and one timer thread. Every member function is thread-safe and
-// may be called from any thread, process or not; operations that need a mailbox (monitoring,
-// waiting for a reply) are done from outside threads through beamlet::mailbox.
+// may be called from any thread, process or not; operations that need a process identity
+// (monitoring, waiting for a reply) are done from outside threads through beamlet::scoped_process.
 //
 // Shutdown (explicit, or by the destructor) sends every process an exit signal `shutdown`,
 // gives them `shutdown_grace` to finish (trapping processes get exit_message{null pid,
 // shutdown} and may clean up), then ends the rest with reason `shutdown` without running them
-// again, joins every thread and frees every process, message and timer. Mailboxes must be
+// again, joins every thread and frees every process, message and timer. Scoped processes must be
 // destroyed before their runtime. Whatever processes point at must outlive them: an object
 // declared after the runtime in the same scope is destroyed while the processes still run, so
 // call shutdown() before it goes (processes spawned outside a supervision tree, for instance,
@@ -44,7 +44,7 @@ inline constexpr std::size_t max_process_limit = std::size_t{1} << 28;
 struct runtime_options {
   /// Scheduler threads; 0 means std::thread::hardware_concurrency(). At most max_schedulers.
   unsigned schedulers = 0;
-  /// How many processes (mailboxes included) may be alive at once, exactly: the spawn after
+  /// How many processes (scoped processes included) may be alive at once, exactly: the spawn after
   /// that throws system_limit_error. 1..max_process_limit. The process table is reserved
   /// lazily, so a large value costs address space (about 9 bytes per process), not RSS.
   std::size_t max_processes = std::size_t{1} << 22;
@@ -118,8 +118,9 @@ class runtime {
   bool is_alive(pid p) const noexcept;
   /// The runtime's time (runtime_options::clock).
   clock_time now() const noexcept;
-  /// Processes in the process table (mailboxes included). An exiting process leaves the table
-  /// before its links and monitors are told, so a DOWN received means it is no longer counted.
+  /// Processes in the process table (scoped processes included). An exiting process leaves the
+  /// table before its links and monitors are told, so a DOWN received means it is no longer
+  /// counted.
   std::size_t process_count() const noexcept;
   unsigned schedulers() const noexcept;
   /// The watchers of `p`, one entry per monitor (process_info(P, monitored_by)); empty if `p`

@@ -209,9 +209,10 @@ class [[nodiscard]] task {
 namespace detail {
 
 /// Runs `t` to completion on the calling thread, which is not running a process: how the
-/// blocking forms of call/stop/start (for an outside thread's mailbox) share their protocol
+/// blocking forms of call/stop/start (for an outside thread's scoped_process) share their protocol
 /// with the coroutine forms. Every co_await inside must complete without suspending, which a
-/// mailbox's receive does (it blocks the thread instead); see receive_on in mailbox.hpp.
+/// scoped_process's receive does (it blocks the thread instead); see receive_on in
+/// scoped_process.hpp.
 template <class T>
 T run_to_completion(task<T> t) {
   auto h = t.release();

@@ -24,7 +24,8 @@
 //   beamlet::runtime rt({.clock = clock});
 //   ...; clock->advance(std::chrono::seconds(5));
 //
-// Thread-safety: like a mailbox, each helper is used from the thread that owns its mailbox.
+// Thread-safety: like a scoped_process, each helper is used from the thread that owns its
+// scoped_process.
 #pragma once
 
 #include <chrono>

@@ -29,7 +29,7 @@
 // `backoff` spaces its restarts (beamlet/otp/child_spec.hpp).
 //
 // Thread-safety: a dynamic supervisor is a process. The process overloads are called from a
-// process, the mailbox overloads from the thread owning the mailbox.
+// process, the scoped_process overloads from the thread that owns it.
 #pragma once
 
 #include <chrono>

@@ -110,7 +110,7 @@ class gen_server {
     check_start_arguments<Args...>();
     return start_task<false>(self, opts, std::decay_t<Args>(std::forward<Args>(args))...);
   }
-  /// start_link from an outside thread (blocks it); the server is linked to the mailbox.
+  /// start_link from an outside thread (blocks it); the server is linked to the scoped_process.
   template <class... Args>
   static start_result start_link(scoped_process& me, server_options opts, Args&&... args) {
     return detail::run_to_completion(
@@ -131,7 +131,7 @@ class gen_server {
                   "(docs/gcc12-coroutines.md)");
   }
   /// gen:start: the name check, then proc_lib's start with the server's body (one
-  /// implementation for start_link and start, from a process or a mailbox).
+  /// implementation for start_link and start, from a process or a scoped_process).
   template <bool Link, class Self, class... Args>
   static task<start_result> start_task(Self& self, server_options opts, Args... args) {
     // drop_oldest would drop call requests after the send succeeded: their callers would wait

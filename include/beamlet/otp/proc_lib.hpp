@@ -23,7 +23,7 @@
 //  * timeout: the child is unlinked and killed, its EXIT (if any) flushed, {error, timeout}.
 // The default timeout is infinity, as in OTP.
 //
-// Thread-safety: called from the starting process itself (or the thread owning a mailbox).
+// Thread-safety: called from the starting process itself (or the thread owning a scoped_process).
 #pragma once
 
 #include <chrono>
@@ -141,7 +141,7 @@ inline auto down_of(ref mref) {
 
 namespace detail {
 
-/// proc_lib:start_link's protocol, for a process or (blocking) a mailbox.
+/// proc_lib:start_link's protocol, for a process or (blocking) a scoped_process.
 template <class Self, class Fn>
 task<start_result> start_link_protocol(Self& self, Fn fn, start_options opts) {
   if (opts.wait.value_or(self.ack_wait()) == ack_wait_mode::scan) {
@@ -206,7 +206,7 @@ task<start_result> start_link(process& self, F&& body, start_options opts = {}) 
 }
 
 /// start_link from an outside thread: blocks the thread that owns `me`. Same protocol, with
-/// the mailbox's ack_wait flag (scan unless set).
+/// the scoped_process's ack_wait flag (scan unless set).
 template <class F>
 start_result start_link(scoped_process& me, F&& body, start_options opts = {}) {
   detail::check_child_body<F>();

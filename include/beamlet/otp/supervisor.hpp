@@ -21,7 +21,7 @@
 // mailbox; the default is OTP's pid-keyed scan.
 //
 // Thread-safety: a supervisor is a process; these functions are called from processes (or, the
-// blocking overloads, from the thread owning a mailbox).
+// blocking overloads, from the thread owning a scoped_process).
 #pragma once
 
 #include <chrono>
@@ -166,7 +166,7 @@ class supervisor {
   /// start_link with a fixed init.
   static task<start_result> start_link(process& self, supervisor_options opts,
                                        supervisor_flags flags, std::vector<child_spec> children);
-  /// start_link from an outside thread (the supervisor is linked to the mailbox).
+  /// start_link from an outside thread (the supervisor is linked to the scoped_process).
   static start_result start_link(scoped_process& me, supervisor_options opts,
                                  supervisor_init_fn init);
 

@@ -198,7 +198,7 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
 bool receive_begin(proc* p, receive_op& op);
 void receive_suspend(proc* p, receive_op& op, std::coroutine_handle<> h) noexcept;
 void receive_end(proc* p, receive_op& op) noexcept;
-/// A mailbox's process: created by open_external, ended by close_external.
+/// A scoped_process's table entry: created by open_external, ended by close_external.
 struct external_handle {
   proc* p;
   runtime_core* rt;

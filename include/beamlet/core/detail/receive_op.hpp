@@ -3,7 +3,8 @@
 // The typed part (clauses, guards, handlers) lives in a template derived from receive_op; the
 // runtime only calls scan(), which that template compiles into a tight loop comparing node type
 // tags, so the per-message cost of a scan is a pointer compare and a pointer chase. The same
-// object serves a coroutine process (co_await) and an outside thread's mailbox (blocking call).
+// object serves a coroutine process (co_await) and an outside thread's scoped_process (blocking
+// call).
 #pragma once
 
 #include <chrono>

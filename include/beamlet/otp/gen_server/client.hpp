@@ -16,7 +16,8 @@
 //    OTP's bare reasons (noproc, timeout, or the reason the server exited with).
 //
 // Each blocking operation has a coroutine form for processes (co_await it) and a blocking form
-// for an outside thread's mailbox; both run the same protocol code (detail::run_to_completion).
+// for an outside thread's scoped_process; both run the same protocol code
+// (detail::run_to_completion).
 #pragma once
 
 #include <optional>
@@ -135,7 +136,7 @@ auto reply_clause(ref tag) {
 }
 
 /// The wait for the reply of the call whose monitor is `mref`, shared by call and
-/// receive_response, from processes and (blocking) mailboxes: the reply, or `fail(kind,
+/// receive_response, from processes and (blocking) scoped processes: the reply, or `fail(kind,
 /// reason)` thrown for the server's DOWN or for the timeout. On timeout the monitor is removed
 /// first, which makes a later reply be dropped, and one last look takes a reply that arrived
 /// just in time (§4.2 rule 9).
@@ -169,7 +170,7 @@ task<R> await_reply(Self& self, pid server, ref mref, timeout_value timeout, Fai
   throw fail(call_error::kind::timeout, exit_reason::error("timeout"));
 }
 
-/// gen:call, for a process or a mailbox.
+/// gen:call, for a process or a scoped_process.
 template <class S, class Req, class Self>
 task<reply_of_t<std::decay_t<Req>>> call_protocol(Self& self, server_ref<S> server, Req&& req,
                                                   timeout_value timeout, bool prio = false) {
@@ -187,7 +188,7 @@ task<reply_of_t<std::decay_t<Req>>> call_protocol(Self& self, server_ref<S> serv
   co_return co_await await_reply<R>(self, to, mref, timeout, fail);
 }
 
-/// gen:stop, for a process or a mailbox.
+/// gen:stop, for a process or a scoped_process.
 template <class S, class Self>
 task<> stop_protocol(Self& self, server_ref<S> server, exit_reason reason, timeout_value timeout) {
   const pid to = resolve_server(self, server);
@@ -335,7 +336,7 @@ void cast(basic_process& self, server_ref<S> server, Req&& req) {
   detail::send_node(*detail::runtime_of(self), detail::resolve_server(self, server), n);
 }
 
-/// cast from any thread, without a mailbox.
+/// cast from any thread, without a scoped_process.
 template <class S, class Req>
 void cast(runtime& rt, server_ref<S> server, Req&& req) {
   detail::message_node* n = detail::make_cast<S>(std::forward<Req>(req));
