@@ -22,16 +22,11 @@
 #define BEAMLET_CAPABILITY(name) BEAMLET_TSA(capability(name))
 #define BEAMLET_SCOPED_CAPABILITY BEAMLET_TSA(scoped_lockable)
 #define BEAMLET_GUARDED_BY(m) BEAMLET_TSA(guarded_by(m))
-#define BEAMLET_PT_GUARDED_BY(m) BEAMLET_TSA(pt_guarded_by(m))
 #define BEAMLET_REQUIRES(...) BEAMLET_TSA(requires_capability(__VA_ARGS__))
 #define BEAMLET_ACQUIRE(...) BEAMLET_TSA(acquire_capability(__VA_ARGS__))
 #define BEAMLET_RELEASE(...) BEAMLET_TSA(release_capability(__VA_ARGS__))
 #define BEAMLET_TRY_ACQUIRE(...) BEAMLET_TSA(try_acquire_capability(__VA_ARGS__))
 #define BEAMLET_EXCLUDES(...) BEAMLET_TSA(locks_excluded(__VA_ARGS__))
-#define BEAMLET_RETURN_CAPABILITY(m) BEAMLET_TSA(lock_returned(m))
-// For the few functions whose locking the analysis cannot follow (a lock taken through a
-// pointer chosen at run time); each use says why.
-#define BEAMLET_NO_THREAD_SAFETY_ANALYSIS BEAMLET_TSA(no_thread_safety_analysis)
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -73,17 +68,14 @@ class BEAMLET_SCOPED_CAPABILITY lock_guard {
   Mutex& m_;
 };
 
-/// std::unique_lock over detail::mutex: held from construction to destruction unless
-/// unlocked in between, and usable with std::condition_variable through wait().
+/// std::unique_lock over detail::mutex, held from construction to destruction (a condition
+/// variable's wait releases and retakes it inside), for the waits below.
 class BEAMLET_SCOPED_CAPABILITY unique_lock {
  public:
   explicit unique_lock(mutex& m) BEAMLET_ACQUIRE(m) : lock_(m.native()) {}
   ~unique_lock() BEAMLET_RELEASE() = default;
   unique_lock(const unique_lock&) = delete;
   unique_lock& operator=(const unique_lock&) = delete;
-
-  void lock() BEAMLET_ACQUIRE() { lock_.lock(); }
-  void unlock() BEAMLET_RELEASE() { lock_.unlock(); }
 
   // Condition-variable waits: the lock is held whenever a predicate runs and when the wait
   // returns, so the analysis treats the whole wait as holding it. A predicate that reads
