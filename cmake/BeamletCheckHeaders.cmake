@@ -1,6 +1,7 @@
 # checkheaders: compiles every public header on its own (twice in one translation unit, which
 # also checks the include guard), so that no header depends on what its users happened to
-# include first. Built by scripts/test; `cmake --build --preset dev --target checkheaders`.
+# include first. The dev suite checks each header as a test of its own (checkheaders.<path>,
+# tests/CMakeLists.txt); `cmake --build --preset dev --target checkheaders` checks them all.
 # The layer folders and the umbrellas; the deprecated flat paths (and renamed headers) only
 # forward, with a warning (the layers.old_header_paths_warn test compiles those).
 set(_beamlet_inc ${PROJECT_SOURCE_DIR}/include/beamlet)
@@ -25,3 +26,6 @@ beamlet_set_warnings(checkheaders)
 # Only whether each header compiles matters here, not the code it generates: the compiler
 # checks each one fully and writes no object (so the target is rebuilt whenever it is asked for).
 target_compile_options(checkheaders PRIVATE -fsyntax-only)
+# For the tests: each header and the source that checks it.
+set(BEAMLET_CHECKED_HEADERS ${_beamlet_public_headers})
+set(BEAMLET_CHECKHEADERS_SOURCES ${_checkheaders_sources})

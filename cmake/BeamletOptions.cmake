@@ -1,18 +1,44 @@
 # Compiler settings shared by the library, tests, benchmarks and examples.
 include(GNUInstallDirs)
 
-function(beamlet_set_warnings target)
-  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
-      -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual)
-    # Clang checks the core's lock annotations (lib/core/thread_safety.hpp) at compile time.
-    if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
-      target_compile_options(${target} PRIVATE -Wthread-safety)
-    endif()
-    if(BEAMLET_WERROR)
-      target_compile_options(${target} PRIVATE -Werror)
-    endif()
+# The warnings beamlet's own code compiles with (and, with BEAMLET_WERROR, fails on).
+set(BEAMLET_WARNING_FLAGS "")
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  set(BEAMLET_WARNING_FLAGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+                            -Wcast-align -Woverloaded-virtual)
+  # Clang checks the core's lock annotations (lib/core/thread_safety.hpp) at compile time.
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    list(APPEND BEAMLET_WARNING_FLAGS -Wthread-safety)
   endif()
+  if(BEAMLET_WERROR)
+    list(APPEND BEAMLET_WARNING_FLAGS -Werror)
+  endif()
+endif()
+
+function(beamlet_set_warnings target)
+  target_compile_options(${target} PRIVATE ${BEAMLET_WARNING_FLAGS})
+endfunction()
+
+# The command that checks a source against the public headers without building anything
+# (-fsyntax-only: the front end's verdict, no code), for the tests that ask whether something
+# compiles (checkheaders, the compile-fail tests). It calls the compiler directly, with the
+# flags a target linking beamlet gets, rather than building a target of this tree: two builds
+# of one tree must not run at once, and a direct compile lets ctest run these checks side by
+# side and beside the other tests.
+function(beamlet_syntax_check_command out)
+  separate_arguments(flags UNIX_COMMAND "${CMAKE_CXX_FLAGS}")
+  if(CMAKE_BUILD_TYPE)
+    string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
+    separate_arguments(config_flags UNIX_COMMAND "${CMAKE_CXX_FLAGS_${config}}")
+    list(APPEND flags ${config_flags})
+  endif()
+  if(NOT DEFINED CMAKE_CXX_EXTENSIONS OR CMAKE_CXX_EXTENSIONS)
+    list(APPEND flags ${CMAKE_CXX20_EXTENSION_COMPILE_OPTION})
+  else()
+    list(APPEND flags ${CMAKE_CXX20_STANDARD_COMPILE_OPTION})
+  endif()
+  set(${out} ${CMAKE_CXX_COMPILER} ${flags} -I${PROJECT_SOURCE_DIR}/include -fsyntax-only
+      PARENT_SCOPE)
 endfunction()
 
 # Sanitizers instrument every target in the tree (library, tests, benchmarks), so they are
