@@ -6,6 +6,7 @@
 #pragma once
 
 // core: processes, mailboxes, selective receive, links and monitors, timers, names.
+#include <beamlet/core/call_context.hpp>
 #include <beamlet/core/clock.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/error.hpp>

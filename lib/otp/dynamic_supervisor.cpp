@@ -449,14 +449,13 @@ start_result dynamic_supervisor::start_link(scoped_process& me, supervisor_optio
       opts.wait, opts.priority);
 }
 
-task<sup_result<start_result>> dynamic_supervisor::start_child(process& self,
-                                                               dynamic_supervisor_ref sup,
-                                                               child_spec spec,
-                                                               timeout_value timeout) {
+template <call_context Ctx>
+in_context<Ctx, sup_result<start_result>> dynamic_supervisor::start_child(
+    Ctx& self, dynamic_supervisor_ref sup, child_spec spec, timeout_value timeout) {
   if (auto e = detail::check_dynamic_spec(spec))
-    co_return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
-  detail::dyn_start_child req{std::move(spec)};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
+    return detail::ready_in(self, sup_result<start_result>(unexpected(sup_error{
+                                      sup_errc::invalid_child_spec, pid(), {}, std::move(e)})));
+  return detail::sup_call(self, sup, detail::dyn_start_child{std::move(spec)}, timeout);
 }
 
 request_id<sup_result<start_result>> dynamic_supervisor::send_start_child(
@@ -466,57 +465,48 @@ request_id<sup_result<start_result>> dynamic_supervisor::send_start_child(
   return send_request(self, std::move(sup), detail::dyn_start_child{std::move(spec)});
 }
 
-task<sup_result<void>> dynamic_supervisor::terminate_child(process& self,
-                                                           dynamic_supervisor_ref sup, pid child,
-                                                           timeout_value timeout) {
-  detail::dyn_terminate_child req{child};
-  co_return co_await detail::sup_call(self, sup, req, timeout, /*prio=*/true);
+template <call_context Ctx>
+in_context<Ctx, sup_result<void>> dynamic_supervisor::terminate_child(Ctx& self,
+                                                                      dynamic_supervisor_ref sup,
+                                                                      pid child,
+                                                                      timeout_value timeout) {
+  return detail::sup_call(self, sup, detail::dyn_terminate_child{child}, timeout, /*prio=*/true);
 }
 
-task<std::vector<child_info>> dynamic_supervisor::which_children(process& self,
+template <call_context Ctx>
+in_context<Ctx, std::vector<child_info>> dynamic_supervisor::which_children(
+    Ctx& self, dynamic_supervisor_ref sup, timeout_value timeout) {
+  return detail::owned_call(self, sup, detail::dyn_which_children{}, timeout, /*prio=*/true);
+}
+
+template <call_context Ctx>
+in_context<Ctx, child_counts> dynamic_supervisor::count_children(Ctx& self,
                                                                  dynamic_supervisor_ref sup,
                                                                  timeout_value timeout) {
-  co_return co_await call(self, sup, detail::dyn_which_children{}, priority, timeout);
+  return detail::owned_call(self, sup, detail::dyn_count_children{}, timeout, /*prio=*/true);
 }
 
-task<child_counts> dynamic_supervisor::count_children(process& self, dynamic_supervisor_ref sup,
-                                                      timeout_value timeout) {
-  co_return co_await call(self, sup, detail::dyn_count_children{}, priority, timeout);
+template <call_context Ctx>
+in_context<Ctx, void> dynamic_supervisor::stop(Ctx& self, dynamic_supervisor_ref sup,
+                                               exit_reason reason, timeout_value timeout) {
+  return beamlet::stop(self, sup, std::move(reason), timeout);
 }
 
-task<> dynamic_supervisor::stop(process& self, dynamic_supervisor_ref sup, exit_reason reason,
-                                timeout_value timeout) {
-  co_await beamlet::stop(self, sup, std::move(reason), timeout);
-}
-
-sup_result<start_result> dynamic_supervisor::start_child(scoped_process& me,
-                                                         dynamic_supervisor_ref sup,
-                                                         child_spec spec, timeout_value timeout) {
-  if (auto e = detail::check_dynamic_spec(spec))
-    return unexpected(sup_error{sup_errc::invalid_child_spec, pid(), {}, std::move(e)});
-  return detail::sup_call(me, sup, detail::dyn_start_child{std::move(spec)}, timeout);
-}
-
-sup_result<void> dynamic_supervisor::terminate_child(scoped_process& me, dynamic_supervisor_ref sup,
-                                                     pid child, timeout_value timeout) {
-  return detail::sup_call(me, sup, detail::dyn_terminate_child{child}, timeout, true);
-}
-
-std::vector<child_info> dynamic_supervisor::which_children(scoped_process& me,
-                                                           dynamic_supervisor_ref sup,
-                                                           timeout_value timeout) {
-  return call(me, sup, detail::dyn_which_children{}, priority, timeout);
-}
-
-child_counts dynamic_supervisor::count_children(scoped_process& me, dynamic_supervisor_ref sup,
-                                                timeout_value timeout) {
-  return call(me, sup, detail::dyn_count_children{}, priority, timeout);
-}
-
-void dynamic_supervisor::stop(scoped_process& me, dynamic_supervisor_ref sup, exit_reason reason,
-                              timeout_value timeout) {
-  beamlet::stop(me, sup, std::move(reason), timeout);
-}
+// The two contexts of each management call (beamlet/core/call_context.hpp).
+#define BEAMLET_DYNAMIC_SUPERVISOR_CALL(ret, name, ...)                                       \
+  template in_context<process, ret> dynamic_supervisor::name<process>(process&, __VA_ARGS__); \
+  template in_context<scoped_process, ret> dynamic_supervisor::name<scoped_process>(          \
+      scoped_process&, __VA_ARGS__)
+BEAMLET_DYNAMIC_SUPERVISOR_CALL(sup_result<start_result>, start_child, dynamic_supervisor_ref,
+                                child_spec, timeout_value);
+BEAMLET_DYNAMIC_SUPERVISOR_CALL(sup_result<void>, terminate_child, dynamic_supervisor_ref, pid,
+                                timeout_value);
+BEAMLET_DYNAMIC_SUPERVISOR_CALL(std::vector<child_info>, which_children, dynamic_supervisor_ref,
+                                timeout_value);
+BEAMLET_DYNAMIC_SUPERVISOR_CALL(child_counts, count_children, dynamic_supervisor_ref,
+                                timeout_value);
+BEAMLET_DYNAMIC_SUPERVISOR_CALL(void, stop, dynamic_supervisor_ref, exit_reason, timeout_value);
+#undef BEAMLET_DYNAMIC_SUPERVISOR_CALL
 
 bool dynamic_supervisor::set_shedding(runtime& rt, pid sup, shedding mode) {
   return set_shedding_in(rt.core(), sup, mode);

@@ -207,40 +207,45 @@ pid partition_supervisor::whereis(process& self, std::string_view name, const pa
   return t->get(key.partition(t->partitions()));
 }
 
-task<std::vector<child_info>> partition_supervisor::which_children(process& self,
-                                                                   supervisor_ref sup,
+template <call_context Ctx>
+in_context<Ctx, std::vector<child_info>> partition_supervisor::which_children(
+    Ctx& self, supervisor_ref sup, timeout_value timeout) {
+  return supervisor::which_children(self, std::move(sup), timeout);
+}
+
+template <call_context Ctx>
+in_context<Ctx, child_counts> partition_supervisor::count_children(Ctx& self, supervisor_ref sup,
                                                                    timeout_value timeout) {
-  co_return co_await supervisor::which_children(self, std::move(sup), timeout);
+  return supervisor::count_children(self, std::move(sup), timeout);
 }
 
-task<child_counts> partition_supervisor::count_children(process& self, supervisor_ref sup,
-                                                        timeout_value timeout) {
-  co_return co_await supervisor::count_children(self, std::move(sup), timeout);
-}
-
-task<> partition_supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
-                                  timeout_value timeout) {
+namespace {
+// gen_server:stop, then the routing table goes: once stop returns, routing by name fails.
+template <call_context Ctx>
+task<> stop_and_unroute(Ctx& self, supervisor_ref sup, exit_reason reason, timeout_value timeout) {
   const pid p = detail::resolve_server(self, sup);
-  co_await supervisor::stop(self, std::move(sup), std::move(reason), timeout);
+  co_await detail::stop_protocol(self, std::move(sup), std::move(reason), timeout);
   extension<detail::partition_tables>(self).erase(p);
 }
+}  // namespace
 
-std::vector<child_info> partition_supervisor::which_children(scoped_process& me, supervisor_ref sup,
-                                                             timeout_value timeout) {
-  return supervisor::which_children(me, std::move(sup), timeout);
+template <call_context Ctx>
+in_context<Ctx, void> partition_supervisor::stop(Ctx& self, supervisor_ref sup, exit_reason reason,
+                                                 timeout_value timeout) {
+  return detail::finish_in(self,
+                           stop_and_unroute(self, std::move(sup), std::move(reason), timeout));
 }
 
-child_counts partition_supervisor::count_children(scoped_process& me, supervisor_ref sup,
-                                                  timeout_value timeout) {
-  return supervisor::count_children(me, std::move(sup), timeout);
-}
-
-void partition_supervisor::stop(scoped_process& me, supervisor_ref sup, exit_reason reason,
-                                timeout_value timeout) {
-  const pid p = detail::resolve_server(me, sup);
-  supervisor::stop(me, std::move(sup), std::move(reason), timeout);
-  extension<detail::partition_tables>(me).erase(p);
-}
+// The two contexts of each management call (beamlet/core/call_context.hpp).
+#define BEAMLET_PARTITION_SUPERVISOR_CALL(ret, name, ...)                                       \
+  template in_context<process, ret> partition_supervisor::name<process>(process&, __VA_ARGS__); \
+  template in_context<scoped_process, ret> partition_supervisor::name<scoped_process>(          \
+      scoped_process&, __VA_ARGS__)
+BEAMLET_PARTITION_SUPERVISOR_CALL(std::vector<child_info>, which_children, supervisor_ref,
+                                  timeout_value);
+BEAMLET_PARTITION_SUPERVISOR_CALL(child_counts, count_children, supervisor_ref, timeout_value);
+BEAMLET_PARTITION_SUPERVISOR_CALL(void, stop, supervisor_ref, exit_reason, timeout_value);
+#undef BEAMLET_PARTITION_SUPERVISOR_CALL
 
 start_function partition_supervisor_start(partition_supervisor_options opts) {
   return start_function([opts = std::move(opts)](process& sup) -> task<start_result> {

@@ -45,8 +45,10 @@ task<exit_reason> shutdown_child(process& self, pid child, const child_spec& spe
 
 /// A management call answered with a sup_result, from a process: a request the supervisor's
 /// bounded mailbox refused (call_error kind mailbox_full) becomes {error, mailbox_full}; other
-/// call errors propagate. `prio`: through the supervisor's published priority alias. Pass `req`
-/// as a named variable (GCC 12, docs/gcc12-coroutines.md).
+/// call errors propagate. `prio`: through the supervisor's published priority alias. `req` is
+/// taken by value into the frame, so a plain function may pass a braced temporary; a coroutine
+/// passes a named variable instead, since its call sits in a co_await (GCC 12,
+/// docs/gcc12-coroutines.md, rule 1).
 template <class S, class Req>
 task<reply_of_t<Req>> sup_call(process& self, server_ref<S> sup, Req req, timeout_value timeout,
                                bool prio = false) {
@@ -69,6 +71,23 @@ reply_of_t<Req> sup_call(scoped_process& me, server_ref<S> sup, Req req, timeout
     if (e.which() != call_error::kind::mailbox_full) throw;
   }
   return unexpected(sup_error{sup_errc::mailbox_full, pid(), {}, std::nullopt});
+}
+
+/// A call that owns its request (taken by value, alive in the call's own frame), so that a
+/// management call can hand a process the task without being a coroutine itself. Errors are
+/// call's (mailbox_full included). `prio`: through the server's published priority alias.
+template <class S, class Req>
+task<reply_of_t<Req>> owned_call(process& self, server_ref<S> to, Req req, timeout_value timeout,
+                                 bool prio = false) {
+  if (prio) co_return co_await call(self, to, req, priority, timeout);
+  co_return co_await call(self, to, req, timeout);
+}
+/// The same from an outside thread's scoped_process.
+template <class S, class Req>
+reply_of_t<Req> owned_call(scoped_process& me, server_ref<S> to, Req req, timeout_value timeout,
+                           bool prio = false) {
+  if (prio) return call(me, to, req, priority, timeout);
+  return call(me, to, req, timeout);
 }
 
 /// `{invalid_start_rate,{Rate,Burst}}` when `r` is not a valid token bucket rate.

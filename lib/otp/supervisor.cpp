@@ -484,98 +484,96 @@ start_result supervisor::start_link(scoped_process& me, supervisor_options opts,
       opts.wait, opts.priority);
 }
 
-task<sup_result<start_result>> supervisor::start_child(process& self, supervisor_ref sup,
-                                                       child_spec spec, timeout_value timeout) {
-  detail::start_child_req req{std::move(spec)};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
+template <call_context Ctx>
+in_context<Ctx, sup_result<start_result>> supervisor::start_child(Ctx& self, supervisor_ref sup,
+                                                                  child_spec spec,
+                                                                  timeout_value timeout) {
+  return detail::sup_call(self, sup, detail::start_child_req{std::move(spec)}, timeout);
 }
 
-task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup,
-                                                   std::string id, timeout_value timeout) {
-  detail::terminate_child_req req{std::move(id)};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout, /*prio=*/true);
+template <call_context Ctx>
+in_context<Ctx, sup_result<void>> supervisor::terminate_child(Ctx& self, supervisor_ref sup,
+                                                              std::string id,
+                                                              timeout_value timeout) {
+  return detail::sup_call(self, sup, detail::terminate_child_req{std::move(id)}, timeout,
+                          /*prio=*/true);
 }
 
-task<sup_result<void>> supervisor::terminate_child(process& self, supervisor_ref sup, pid,
-                                                   timeout_value timeout) {
-  // Resolve the supervisor anyway, so a dead one still fails with noproc like every call.
-  detail::count_children_req probe;
-  (void)co_await call(self, sup, probe, timeout);
+namespace {
+// Resolves the supervisor anyway, so a dead one still fails with noproc like every call.
+task<sup_result<void>> not_an_id(process& self, supervisor_ref sup, timeout_value timeout) {
+  (void)co_await detail::owned_call(self, sup, detail::count_children_req{}, timeout);
   co_return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
 }
+sup_result<void> not_an_id(scoped_process& me, supervisor_ref sup, timeout_value timeout) {
+  (void)detail::owned_call(me, sup, detail::count_children_req{}, timeout);
+  return unexpected(sup_error{sup_errc::not_found, pid(), {}, std::nullopt});
+}
+}  // namespace
 
-task<sup_result<start_result>> supervisor::restart_child(process& self, supervisor_ref sup,
-                                                         std::string id, timeout_value timeout) {
-  detail::restart_child_req req{std::move(id)};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
+template <call_context Ctx>
+in_context<Ctx, sup_result<void>> supervisor::terminate_child(Ctx& self, supervisor_ref sup, pid,
+                                                              timeout_value timeout) {
+  return not_an_id(self, sup, timeout);
 }
 
-task<sup_result<void>> supervisor::delete_child(process& self, supervisor_ref sup, std::string id,
-                                                timeout_value timeout) {
-  detail::delete_child_req req{std::move(id)};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
+template <call_context Ctx>
+in_context<Ctx, sup_result<start_result>> supervisor::restart_child(Ctx& self, supervisor_ref sup,
+                                                                    std::string id,
+                                                                    timeout_value timeout) {
+  return detail::sup_call(self, sup, detail::restart_child_req{std::move(id)}, timeout);
 }
 
-task<std::vector<child_info>> supervisor::which_children(process& self, supervisor_ref sup,
+template <call_context Ctx>
+in_context<Ctx, sup_result<void>> supervisor::delete_child(Ctx& self, supervisor_ref sup,
+                                                           std::string id, timeout_value timeout) {
+  return detail::sup_call(self, sup, detail::delete_child_req{std::move(id)}, timeout);
+}
+
+template <call_context Ctx>
+in_context<Ctx, std::vector<child_info>> supervisor::which_children(Ctx& self, supervisor_ref sup,
+                                                                    timeout_value timeout) {
+  return detail::owned_call(self, sup, detail::which_children_req{}, timeout, /*prio=*/true);
+}
+
+template <call_context Ctx>
+in_context<Ctx, child_counts> supervisor::count_children(Ctx& self, supervisor_ref sup,
                                                          timeout_value timeout) {
-  co_return co_await call(self, sup, detail::which_children_req{}, priority, timeout);
+  return detail::owned_call(self, sup, detail::count_children_req{}, timeout, /*prio=*/true);
 }
 
-task<child_counts> supervisor::count_children(process& self, supervisor_ref sup,
-                                              timeout_value timeout) {
-  co_return co_await call(self, sup, detail::count_children_req{}, priority, timeout);
+template <call_context Ctx>
+in_context<Ctx, sup_result<child_spec>> supervisor::get_childspec(Ctx& self, supervisor_ref sup,
+                                                                  std::string id,
+                                                                  timeout_value timeout) {
+  return detail::sup_call(self, sup, detail::get_childspec_req{std::move(id)}, timeout);
 }
 
-task<sup_result<child_spec>> supervisor::get_childspec(process& self, supervisor_ref sup,
-                                                       std::string id, timeout_value timeout) {
-  detail::get_childspec_req req{std::move(id)};
-  co_return co_await detail::sup_call(self, sup, std::move(req), timeout);
+template <call_context Ctx>
+in_context<Ctx, void> supervisor::stop(Ctx& self, supervisor_ref sup, exit_reason reason,
+                                       timeout_value timeout) {
+  return beamlet::stop(self, sup, std::move(reason), timeout);
 }
 
-task<> supervisor::stop(process& self, supervisor_ref sup, exit_reason reason,
-                        timeout_value timeout) {
-  co_await beamlet::stop(self, sup, std::move(reason), timeout);
-}
-
-sup_result<start_result> supervisor::start_child(scoped_process& me, supervisor_ref sup,
-                                                 child_spec spec, timeout_value timeout) {
-  return detail::sup_call(me, sup, detail::start_child_req{std::move(spec)}, timeout);
-}
-
-sup_result<void> supervisor::terminate_child(scoped_process& me, supervisor_ref sup, std::string id,
-                                             timeout_value timeout) {
-  return detail::sup_call(me, sup, detail::terminate_child_req{std::move(id)}, timeout, true);
-}
-
-sup_result<start_result> supervisor::restart_child(scoped_process& me, supervisor_ref sup,
-                                                   std::string id, timeout_value timeout) {
-  return detail::sup_call(me, sup, detail::restart_child_req{std::move(id)}, timeout);
-}
-
-sup_result<void> supervisor::delete_child(scoped_process& me, supervisor_ref sup, std::string id,
-                                          timeout_value timeout) {
-  return detail::sup_call(me, sup, detail::delete_child_req{std::move(id)}, timeout);
-}
-
-std::vector<child_info> supervisor::which_children(scoped_process& me, supervisor_ref sup,
-                                                   timeout_value timeout) {
-  return call(me, sup, detail::which_children_req{}, priority, timeout);
-}
-
-child_counts supervisor::count_children(scoped_process& me, supervisor_ref sup,
-                                        timeout_value timeout) {
-  return call(me, sup, detail::count_children_req{}, priority, timeout);
-}
-
-sup_result<child_spec> supervisor::get_childspec(scoped_process& me, supervisor_ref sup,
-                                                 std::string id, timeout_value timeout) {
-  return detail::sup_call(me, sup, detail::get_childspec_req{std::move(id)}, timeout);
-}
-
-void supervisor::stop(scoped_process& me, supervisor_ref sup, exit_reason reason,
-                      timeout_value timeout) {
-  beamlet::stop(me, sup, std::move(reason), timeout);
-}
+// The two contexts of each management call (beamlet/core/call_context.hpp).
+#define BEAMLET_SUPERVISOR_CALL(ret, name, ...)                                              \
+  template in_context<process, ret> supervisor::name<process>(process&, __VA_ARGS__);        \
+  template in_context<scoped_process, ret> supervisor::name<scoped_process>(scoped_process&, \
+                                                                            __VA_ARGS__)
+BEAMLET_SUPERVISOR_CALL(sup_result<start_result>, start_child, supervisor_ref, child_spec,
+                        timeout_value);
+BEAMLET_SUPERVISOR_CALL(sup_result<void>, terminate_child, supervisor_ref, std::string,
+                        timeout_value);
+BEAMLET_SUPERVISOR_CALL(sup_result<void>, terminate_child, supervisor_ref, pid, timeout_value);
+BEAMLET_SUPERVISOR_CALL(sup_result<start_result>, restart_child, supervisor_ref, std::string,
+                        timeout_value);
+BEAMLET_SUPERVISOR_CALL(sup_result<void>, delete_child, supervisor_ref, std::string, timeout_value);
+BEAMLET_SUPERVISOR_CALL(std::vector<child_info>, which_children, supervisor_ref, timeout_value);
+BEAMLET_SUPERVISOR_CALL(child_counts, count_children, supervisor_ref, timeout_value);
+BEAMLET_SUPERVISOR_CALL(sup_result<child_spec>, get_childspec, supervisor_ref, std::string,
+                        timeout_value);
+BEAMLET_SUPERVISOR_CALL(void, stop, supervisor_ref, exit_reason, timeout_value);
+#undef BEAMLET_SUPERVISOR_CALL
 
 start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> children,
                                 supervisor_options opts) {

@@ -8,66 +8,61 @@ namespace sys {
 namespace {
 using op = detail::sys_request::op;
 
-template <class R>
-task<R> ask(process& self, server_ref<void> server, op o, const char* what, timeout_value t) {
-  co_return co_await detail::sys_protocol<R>(self, std::move(server), detail::sys_op(o), what, t);
-}
-template <class R>
-R ask(scoped_process& me, server_ref<void> server, op o, const char* what, timeout_value t) {
-  return detail::run_to_completion(
-      detail::sys_protocol<R>(me, std::move(server), detail::sys_op(o), what, t));
+template <class R, call_context Ctx>
+in_context<Ctx, R> ask(Ctx& self, server_ref<void> server, op o, const char* what,
+                       timeout_value t) {
+  return detail::finish_in(
+      self, detail::sys_protocol<R>(self, std::move(server), detail::sys_op(o), what, t));
 }
 }  // namespace
 
-task<server_status> get_status(process& self, server_ref<void> server, timeout_value timeout) {
-  co_return co_await ask<server_status>(self, std::move(server), op::get_status, "sys:get_status",
-                                        timeout);
-}
-server_status get_status(scoped_process& me, server_ref<void> server, timeout_value timeout) {
-  return ask<server_status>(me, std::move(server), op::get_status, "sys:get_status", timeout);
+template <call_context Ctx>
+in_context<Ctx, server_status> get_status(Ctx& self, server_ref<void> server,
+                                          timeout_value timeout) {
+  return ask<server_status>(self, std::move(server), op::get_status, "sys:get_status", timeout);
 }
 
-task<> suspend(process& self, server_ref<void> server, timeout_value timeout) {
-  co_await ask<void>(self, std::move(server), op::suspend, "sys:suspend", timeout);
-}
-void suspend(scoped_process& me, server_ref<void> server, timeout_value timeout) {
-  ask<void>(me, std::move(server), op::suspend, "sys:suspend", timeout);
+template <call_context Ctx>
+in_context<Ctx, void> suspend(Ctx& self, server_ref<void> server, timeout_value timeout) {
+  return ask<void>(self, std::move(server), op::suspend, "sys:suspend", timeout);
 }
 
-task<> resume(process& self, server_ref<void> server, timeout_value timeout) {
-  co_await ask<void>(self, std::move(server), op::resume, "sys:resume", timeout);
-}
-void resume(scoped_process& me, server_ref<void> server, timeout_value timeout) {
-  ask<void>(me, std::move(server), op::resume, "sys:resume", timeout);
+template <call_context Ctx>
+in_context<Ctx, void> resume(Ctx& self, server_ref<void> server, timeout_value timeout) {
+  return ask<void>(self, std::move(server), op::resume, "sys:resume", timeout);
 }
 
-task<> trace(process& self, server_ref<void> server, bool on, timeout_value timeout) {
-  co_await ask<void>(self, std::move(server), on ? op::trace_on : op::trace_off, "sys:trace",
-                     timeout);
-}
-void trace(scoped_process& me, server_ref<void> server, bool on, timeout_value timeout) {
-  ask<void>(me, std::move(server), on ? op::trace_on : op::trace_off, "sys:trace", timeout);
+template <call_context Ctx>
+in_context<Ctx, void> trace(Ctx& self, server_ref<void> server, bool on, timeout_value timeout) {
+  return ask<void>(self, std::move(server), on ? op::trace_on : op::trace_off, "sys:trace",
+                   timeout);
 }
 
-task<> statistics(process& self, server_ref<void> server, bool on, timeout_value timeout) {
-  co_await ask<void>(self, std::move(server), on ? op::statistics_on : op::statistics_off,
-                     "sys:statistics", timeout);
-}
-void statistics(scoped_process& me, server_ref<void> server, bool on, timeout_value timeout) {
-  ask<void>(me, std::move(server), on ? op::statistics_on : op::statistics_off, "sys:statistics",
-            timeout);
+template <call_context Ctx>
+in_context<Ctx, void> statistics(Ctx& self, server_ref<void> server, bool on,
+                                 timeout_value timeout) {
+  return ask<void>(self, std::move(server), on ? op::statistics_on : op::statistics_off,
+                   "sys:statistics", timeout);
 }
 
-task<std::optional<server_statistics>> get_statistics(process& self, server_ref<void> server,
-                                                      timeout_value timeout) {
-  co_return co_await ask<std::optional<server_statistics>>(
-      self, std::move(server), op::statistics_get, "sys:statistics", timeout);
-}
-std::optional<server_statistics> get_statistics(scoped_process& me, server_ref<void> server,
-                                                timeout_value timeout) {
-  return ask<std::optional<server_statistics>>(me, std::move(server), op::statistics_get,
+template <call_context Ctx>
+in_context<Ctx, std::optional<server_statistics>> get_statistics(Ctx& self, server_ref<void> server,
+                                                                 timeout_value timeout) {
+  return ask<std::optional<server_statistics>>(self, std::move(server), op::statistics_get,
                                                "sys:statistics", timeout);
 }
+
+// The two contexts of each call (beamlet/core/call_context.hpp).
+#define BEAMLET_SYS_CALL(ret, name, ...)                                  \
+  template in_context<process, ret> name<process>(process&, __VA_ARGS__); \
+  template in_context<scoped_process, ret> name<scoped_process>(scoped_process&, __VA_ARGS__)
+BEAMLET_SYS_CALL(server_status, get_status, server_ref<void>, timeout_value);
+BEAMLET_SYS_CALL(void, suspend, server_ref<void>, timeout_value);
+BEAMLET_SYS_CALL(void, resume, server_ref<void>, timeout_value);
+BEAMLET_SYS_CALL(void, trace, server_ref<void>, bool, timeout_value);
+BEAMLET_SYS_CALL(void, statistics, server_ref<void>, bool, timeout_value);
+BEAMLET_SYS_CALL(std::optional<server_statistics>, get_statistics, server_ref<void>, timeout_value);
+#undef BEAMLET_SYS_CALL
 
 }  // namespace sys
 BEAMLET_END_NAMESPACE

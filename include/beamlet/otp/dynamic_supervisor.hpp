@@ -28,8 +28,9 @@
 // supervisor_options::priority lets the management calls overtake a backlog. A child spec's
 // `backoff` spaces its restarts (beamlet/otp/child_spec.hpp).
 //
-// Thread-safety: a dynamic supervisor is a process. The process overloads are called from a
-// process, the scoped_process overloads from the thread that owns it.
+// Thread-safety: a dynamic supervisor is a process. Each management call is declared once for
+// both contexts (beamlet/core/call_context.hpp): from a process it is a task to co_await, from
+// the thread owning a scoped_process it blocks.
 #pragma once
 
 #include <chrono>
@@ -40,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include <beamlet/core/call_context.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
@@ -125,14 +127,16 @@ class dynamic_supervisor {
   static start_result start_link(scoped_process& me, supervisor_options opts,
                                  const dynamic_supervisor_flags& flags);
 
-  // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
-  // and, with a finite `timeout`, when the supervisor does not answer in time (the default,
-  // infinity, is Elixir's).
+  // The management API, each call for both contexts. Each throws call_error for a dead or
+  // unknown supervisor (noproc) and, with a finite `timeout`, when the supervisor does not
+  // answer in time (the default, infinity, is Elixir's).
 
   /// Starts a child. An invalid spec fails with invalid_child_spec without contacting `sup`.
-  static task<sup_result<start_result>> start_child(process& self, dynamic_supervisor_ref sup,
-                                                    child_spec spec,
-                                                    timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<start_result>> start_child(Ctx& self,
+                                                               dynamic_supervisor_ref sup,
+                                                               child_spec spec,
+                                                               timeout_value timeout = infinity);
   /// start_child without waiting (gen_server:send_request): queues the request and returns at
   /// once; receive_response(self, id) then gives what start_child would have. Many may be
   /// outstanding. An invalid spec throws std::invalid_argument (nothing is sent); a dead
@@ -143,30 +147,25 @@ class dynamic_supervisor {
                                                                child_spec spec);
   /// Stops a child (or forgets a restarting one) by pid; not_found if it is not a child (the
   /// null pid included).
-  static task<sup_result<void>> terminate_child(process& self, dynamic_supervisor_ref sup,
-                                                pid child, timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<void>> terminate_child(Ctx& self, dynamic_supervisor_ref sup,
+                                                           pid child,
+                                                           timeout_value timeout = infinity);
   /// Unordered. Each entry's id is empty (Elixir's :undefined); a restarting child has the
   /// null pid and state restarting.
-  static task<std::vector<child_info>> which_children(process& self, dynamic_supervisor_ref sup,
-                                                      timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, std::vector<child_info>> which_children(Ctx& self,
+                                                                 dynamic_supervisor_ref sup,
+                                                                 timeout_value timeout = infinity);
   /// `active` counts children that are not restarting (no liveness check, as Elixir).
-  static task<child_counts> count_children(process& self, dynamic_supervisor_ref sup,
-                                           timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, child_counts> count_children(Ctx& self, dynamic_supervisor_ref sup,
+                                                      timeout_value timeout = infinity);
   /// Stops the supervisor (its children in parallel) and waits until it has exited.
-  static task<> stop(process& self, dynamic_supervisor_ref sup,
-                     exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
-
-  // Blocking forms for outside threads.
-  static sup_result<start_result> start_child(scoped_process& me, dynamic_supervisor_ref sup,
-                                              child_spec spec, timeout_value timeout = infinity);
-  static sup_result<void> terminate_child(scoped_process& me, dynamic_supervisor_ref sup, pid child,
-                                          timeout_value timeout = infinity);
-  static std::vector<child_info> which_children(scoped_process& me, dynamic_supervisor_ref sup,
-                                                timeout_value timeout = infinity);
-  static child_counts count_children(scoped_process& me, dynamic_supervisor_ref sup,
-                                     timeout_value timeout = infinity);
-  static void stop(scoped_process& me, dynamic_supervisor_ref sup,
-                   exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, void> stop(Ctx& self, dynamic_supervisor_ref sup,
+                                    exit_reason reason = exit_reason::normal(),
+                                    timeout_value timeout = infinity);
 
   /// Forces shedding on or off, or back to automatic, at once: the switch is read by the
   /// supervisor at each start request, without a message, so it works however deep the queue

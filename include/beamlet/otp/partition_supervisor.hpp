@@ -46,6 +46,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <beamlet/core/call_context.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/ids.hpp>
 #include <beamlet/core/process.hpp>
@@ -146,23 +147,20 @@ class partition_supervisor {
   static pid whereis(runtime& rt, std::string_view name, const partition_key& key);
   static pid whereis(process& self, std::string_view name, const partition_key& key);
 
+  // The management calls, each for both contexts (beamlet/core/call_context.hpp). Each takes
+  // an optional timeout, as supervisor's do (call_error(timeout) on expiry).
   /// One entry per partition, id = the partition number, in reverse partition order.
-  /// Each call takes an optional timeout, as supervisor's do (call_error(timeout) on expiry).
-  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup,
+  template <call_context Ctx>
+  static in_context<Ctx, std::vector<child_info>> which_children(Ctx& self, supervisor_ref sup,
+                                                                 timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, child_counts> count_children(Ctx& self, supervisor_ref sup,
                                                       timeout_value timeout = infinity);
-  static task<child_counts> count_children(process& self, supervisor_ref sup,
-                                           timeout_value timeout = infinity);
   /// Synchronous: once it returns, the name is free and routing through it fails.
-  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
-                     timeout_value timeout = infinity);
-
-  // Blocking forms for outside threads.
-  static std::vector<child_info> which_children(scoped_process& me, supervisor_ref sup,
-                                                timeout_value timeout = infinity);
-  static child_counts count_children(scoped_process& me, supervisor_ref sup,
-                                     timeout_value timeout = infinity);
-  static void stop(scoped_process& me, supervisor_ref sup,
-                   exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, void> stop(Ctx& self, supervisor_ref sup,
+                                    exit_reason reason = exit_reason::normal(),
+                                    timeout_value timeout = infinity);
 };
 
 /// A start function for a partition supervisor nested in another supervisor.

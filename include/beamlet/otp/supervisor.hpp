@@ -21,7 +21,7 @@
 // mailbox; the default is OTP's pid-keyed scan.
 //
 // Thread-safety: a supervisor is a process; these functions are called from processes (or, the
-// blocking overloads, from the thread owning a scoped_process).
+// blocking form of each call, from the thread owning a scoped_process).
 #pragma once
 
 #include <chrono>
@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include <beamlet/core/call_context.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/expected.hpp>
@@ -170,50 +171,46 @@ class supervisor {
   static start_result start_link(scoped_process& me, supervisor_options opts,
                                  supervisor_init_fn init);
 
-  // The management API. Each call throws call_error for a dead or unknown supervisor (noproc)
-  // and, with a finite `timeout`, when the supervisor does not answer in time.
-  static task<sup_result<start_result>> start_child(process& self, supervisor_ref sup,
-                                                    child_spec spec,
-                                                    timeout_value timeout = infinity);
-  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, std::string id,
-                                                timeout_value timeout = infinity);
+  // The management API, each call declared once for both contexts (beamlet/core/call_context.hpp):
+  // from a process it is a task to co_await; from an outside thread's scoped_process it blocks.
+  // Each call throws call_error for a dead or unknown supervisor (noproc) and, with a finite
+  // `timeout`, when the supervisor does not answer in time.
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<start_result>> start_child(Ctx& self, supervisor_ref sup,
+                                                               child_spec spec,
+                                                               timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<void>> terminate_child(Ctx& self, supervisor_ref sup,
+                                                           std::string id,
+                                                           timeout_value timeout = infinity);
   /// A pid is not an id for a static supervisor: always not_found (spec §6.4 rule 12).
-  static task<sup_result<void>> terminate_child(process& self, supervisor_ref sup, pid child,
-                                                timeout_value timeout = infinity);
-  static task<sup_result<start_result>> restart_child(process& self, supervisor_ref sup,
-                                                      std::string id,
-                                                      timeout_value timeout = infinity);
-  static task<sup_result<void>> delete_child(process& self, supervisor_ref sup, std::string id,
-                                             timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<void>> terminate_child(Ctx& self, supervisor_ref sup, pid child,
+                                                           timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<start_result>> restart_child(Ctx& self, supervisor_ref sup,
+                                                                 std::string id,
+                                                                 timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<void>> delete_child(Ctx& self, supervisor_ref sup,
+                                                        std::string id,
+                                                        timeout_value timeout = infinity);
   /// Most recently started first.
-  static task<std::vector<child_info>> which_children(process& self, supervisor_ref sup,
+  template <call_context Ctx>
+  static in_context<Ctx, std::vector<child_info>> which_children(Ctx& self, supervisor_ref sup,
+                                                                 timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, child_counts> count_children(Ctx& self, supervisor_ref sup,
                                                       timeout_value timeout = infinity);
-  static task<child_counts> count_children(process& self, supervisor_ref sup,
-                                           timeout_value timeout = infinity);
-  static task<sup_result<child_spec>> get_childspec(process& self, supervisor_ref sup,
-                                                    std::string id,
-                                                    timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, sup_result<child_spec>> get_childspec(Ctx& self, supervisor_ref sup,
+                                                               std::string id,
+                                                               timeout_value timeout = infinity);
   /// Stops the supervisor (and its children) and waits until it has exited.
-  static task<> stop(process& self, supervisor_ref sup, exit_reason reason = exit_reason::normal(),
-                     timeout_value timeout = infinity);
-
-  // Blocking forms for outside threads.
-  static sup_result<start_result> start_child(scoped_process& me, supervisor_ref sup,
-                                              child_spec spec, timeout_value timeout = infinity);
-  static sup_result<void> terminate_child(scoped_process& me, supervisor_ref sup, std::string id,
-                                          timeout_value timeout = infinity);
-  static sup_result<start_result> restart_child(scoped_process& me, supervisor_ref sup,
-                                                std::string id, timeout_value timeout = infinity);
-  static sup_result<void> delete_child(scoped_process& me, supervisor_ref sup, std::string id,
-                                       timeout_value timeout = infinity);
-  static std::vector<child_info> which_children(scoped_process& me, supervisor_ref sup,
-                                                timeout_value timeout = infinity);
-  static child_counts count_children(scoped_process& me, supervisor_ref sup,
-                                     timeout_value timeout = infinity);
-  static sup_result<child_spec> get_childspec(scoped_process& me, supervisor_ref sup,
-                                              std::string id, timeout_value timeout = infinity);
-  static void stop(scoped_process& me, supervisor_ref sup,
-                   exit_reason reason = exit_reason::normal(), timeout_value timeout = infinity);
+  template <call_context Ctx>
+  static in_context<Ctx, void> stop(Ctx& self, supervisor_ref sup,
+                                    exit_reason reason = exit_reason::normal(),
+                                    timeout_value timeout = infinity);
 };
 
 /// A start function for a nested supervisor: `child_spec("sub", supervisor_start(flags,

@@ -11,13 +11,13 @@
 //   co_await sys::resume(self, "counter");
 //
 // Each is a request the server answers between two of its messages, in its own process, so the
-// state it reports is consistent and never read concurrently. Every function has a blocking form
-// for outside threads taking a scoped_process. Errors are those of a call (call_error): noproc when
-// the server is not alive, timeout when it does not answer in time (a process that is not a
-// gen_server never answers, as in OTP), the server's exit reason if it dies meanwhile.
-// get_state<S> on a server of another class throws std::invalid_argument. A suspended server
-// still answers system messages and can still be stopped; its gen_server timeout does not run.
-// Traces go to the logger at `notice`, as "*DBG* <0.9.0> got call ...".
+// state it reports is consistent and never read concurrently. Every function also has a blocking
+// form for outside threads (the same call, made with a scoped_process). Errors are those of a call
+// (call_error): noproc when the server is not alive, timeout when it does not answer in time (a
+// process that is not a gen_server never answers, as in OTP), the server's exit reason if it dies
+// meanwhile. get_state<S> on a server of another class throws std::invalid_argument. A suspended
+// server still answers system messages and can still be stopped; its gen_server timeout does not
+// run. Traces go to the logger at `notice`, as "*DBG* <0.9.0> got call ...".
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <beamlet/core/call_context.hpp>
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/scoped_process.hpp>
@@ -93,76 +94,63 @@ R state_or_throw(std::optional<R>&& r) {
 
 inline constexpr auto sys_default_timeout = std::chrono::milliseconds(5000);
 
+/// get_state's protocol, for either context: the projection runs in the server.
+template <class R, class S, class F, class Self>
+task<R> get_state_protocol(Self& self, server_ref<S> server, F f, timeout_value timeout) {
+  server_ref<void> to = untyped(server);
+  auto r = co_await sys_protocol<std::optional<R>>(
+      self, std::move(to), state_request<S>(std::move(f)), "sys:get_state", timeout);
+  co_return state_or_throw(std::move(r));
+}
+
 }  // namespace detail
 
 namespace sys {
 
+// Each call is declared once for both contexts (beamlet/core/call_context.hpp): from a process
+// it is a task to co_await, from an outside thread's scoped_process it blocks.
+
 /// sys:get_state/2 with a projection: runs `f(const S&)` in the server and returns its result.
-template <class S, class F>
-task<std::decay_t<std::invoke_result_t<F&, const S&>>> get_state(
-    process& self, server_ref<S> server, F f, timeout_value timeout = detail::sys_default_timeout) {
+template <class S, class F, call_context Ctx>
+in_context<Ctx, std::decay_t<std::invoke_result_t<F&, const S&>>> get_state(
+    Ctx& self, server_ref<S> server, F f, timeout_value timeout = detail::sys_default_timeout) {
   using R = std::decay_t<std::invoke_result_t<F&, const S&>>;
-  server_ref<void> to = detail::untyped(server);
-  auto r = co_await detail::sys_protocol<std::optional<R>>(
-      self, std::move(to), detail::state_request<S>(std::move(f)), "sys:get_state", timeout);
-  co_return detail::state_or_throw(std::move(r));
+  return detail::finish_in(
+      self, detail::get_state_protocol<R, S>(self, std::move(server), std::move(f), timeout));
 }
 /// sys:get_state/1: a copy of the server object (S must be copyable).
-template <class S>
-task<S> get_state(process& self, server_ref<S> server,
-                  timeout_value timeout = detail::sys_default_timeout) {
-  static_assert(std::is_copy_constructible_v<S>,
-                "sys::get_state<S>: S is not copyable; pass a projection (const S&) -> R");
-  co_return co_await get_state<S>(
-      self, std::move(server), [](const S& s) { return s; }, timeout);
-}
-template <class S, class F>
-auto get_state(scoped_process& me, server_ref<S> server, F f,
-               timeout_value timeout = detail::sys_default_timeout) {
-  using R = std::decay_t<std::invoke_result_t<F&, const S&>>;
-  server_ref<void> to = detail::untyped(server);
-  return detail::state_or_throw(detail::run_to_completion(detail::sys_protocol<std::optional<R>>(
-      me, std::move(to), detail::state_request<S>(std::move(f)), "sys:get_state", timeout)));
-}
-template <class S>
-S get_state(scoped_process& me, server_ref<S> server,
-            timeout_value timeout = detail::sys_default_timeout) {
+template <class S, call_context Ctx>
+in_context<Ctx, S> get_state(Ctx& self, server_ref<S> server,
+                             timeout_value timeout = detail::sys_default_timeout) {
   static_assert(std::is_copy_constructible_v<S>,
                 "sys::get_state<S>: S is not copyable; pass a projection (const S&) -> R");
   return get_state<S>(
-      me, std::move(server), [](const S& s) { return s; }, timeout);
+      self, std::move(server), [](const S& s) { return s; }, timeout);
 }
 
 /// sys:get_status/1.
-task<server_status> get_status(process& self, server_ref<void> server,
-                               timeout_value timeout = detail::sys_default_timeout);
-server_status get_status(scoped_process& me, server_ref<void> server,
-                         timeout_value timeout = detail::sys_default_timeout);
+template <call_context Ctx>
+in_context<Ctx, server_status> get_status(Ctx& self, server_ref<void> server,
+                                          timeout_value timeout = detail::sys_default_timeout);
 /// sys:suspend/1 and sys:resume/1.
-task<> suspend(process& self, server_ref<void> server,
-               timeout_value timeout = detail::sys_default_timeout);
-void suspend(scoped_process& me, server_ref<void> server,
-             timeout_value timeout = detail::sys_default_timeout);
-task<> resume(process& self, server_ref<void> server,
-              timeout_value timeout = detail::sys_default_timeout);
-void resume(scoped_process& me, server_ref<void> server,
-            timeout_value timeout = detail::sys_default_timeout);
+template <call_context Ctx>
+in_context<Ctx, void> suspend(Ctx& self, server_ref<void> server,
+                              timeout_value timeout = detail::sys_default_timeout);
+template <call_context Ctx>
+in_context<Ctx, void> resume(Ctx& self, server_ref<void> server,
+                             timeout_value timeout = detail::sys_default_timeout);
 /// sys:trace/2: log each message taken and each reply sent (or stop).
-task<> trace(process& self, server_ref<void> server, bool on,
-             timeout_value timeout = detail::sys_default_timeout);
-void trace(scoped_process& me, server_ref<void> server, bool on,
-           timeout_value timeout = detail::sys_default_timeout);
+template <call_context Ctx>
+in_context<Ctx, void> trace(Ctx& self, server_ref<void> server, bool on,
+                            timeout_value timeout = detail::sys_default_timeout);
 /// sys:statistics/2 with true/false: start (from zero) or stop collecting.
-task<> statistics(process& self, server_ref<void> server, bool on,
-                  timeout_value timeout = detail::sys_default_timeout);
-void statistics(scoped_process& me, server_ref<void> server, bool on,
-                timeout_value timeout = detail::sys_default_timeout);
+template <call_context Ctx>
+in_context<Ctx, void> statistics(Ctx& self, server_ref<void> server, bool on,
+                                 timeout_value timeout = detail::sys_default_timeout);
 /// sys:statistics/2 with get: nullopt when statistics are off.
-task<std::optional<server_statistics>> get_statistics(
-    process& self, server_ref<void> server, timeout_value timeout = detail::sys_default_timeout);
-std::optional<server_statistics> get_statistics(
-    scoped_process& me, server_ref<void> server,
-    timeout_value timeout = detail::sys_default_timeout);
+template <call_context Ctx>
+in_context<Ctx, std::optional<server_statistics>> get_statistics(
+    Ctx& self, server_ref<void> server, timeout_value timeout = detail::sys_default_timeout);
 
 }  // namespace sys
 
