@@ -28,7 +28,7 @@ namespace detail {
 class runtime_core {
  public:
   explicit runtime_core(const runtime_options& options);
-  ~runtime_core();
+  ~runtime_core();  // NOLINT(bugprone-exception-escape): see its definition
 
   void start();
   void shutdown();

@@ -280,7 +280,9 @@ std::size_t timer_service::pending() const noexcept {
 // -- firing (timer thread)
 // -------------------------------------------------------------------------
 
-void timer_service::on_wake() noexcept {
+// Re-arming the timer can throw only for want of memory (Asio allocates the wait). A timer thread
+// that cannot arm would leave every later timeout unfired, a silent hang, so the program stops.
+void timer_service::on_wake() noexcept {  // NOLINT(bugprone-exception-escape)
   struct fired {
     pid target;
     std::uint32_t seq;

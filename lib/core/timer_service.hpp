@@ -83,7 +83,7 @@ class timer_service {
   void sift_up(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);
   void sift_down(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);
   void place(timer_entry* e, std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);
-  void on_wake() noexcept BEAMLET_EXCLUDES(mu_);
+  void on_wake() noexcept BEAMLET_EXCLUDES(mu_);  // NOLINT(bugprone-exception-escape)
   void request_rearm(clock_time deadline) BEAMLET_REQUIRES(mu_);
   void arm_asio_locked() BEAMLET_REQUIRES(mu_);
   void link_target_locked(send_after_entry* e) BEAMLET_REQUIRES(mu_);

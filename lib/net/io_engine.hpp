@@ -15,6 +15,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <beamlet/core/detail/core.hpp>
 #include <beamlet/core/detail/message.hpp>
@@ -26,6 +27,18 @@ BEAMLET_BEGIN_NAMESPACE
 namespace net::detail {
 
 namespace core = ::beamlet::detail;
+
+/// Cancels an Asio timer from a path that must not throw (a socket's or a listener's teardown).
+/// Asio reports a failed cancel() only by exception here (its error_code overload is
+/// deprecated and compiled out); on Linux's reactor cancelling a timer cannot fail, and were it
+/// to, the handler still runs once and finds its socket closed, so there is nothing to undo.
+template <class Timer>
+void cancel_quietly(Timer& timer) noexcept {
+  try {
+    timer.cancel();
+  } catch (const boost::system::system_error&) {
+  }
+}
 
 class io_engine final : public runtime_extension {
  public:

@@ -170,7 +170,7 @@ void acceptor_core::on_close() noexcept {
   if (spare_) spare_->close(ec);
   spare_.reset();
   for (waiter& w : waiters_) {
-    if (w.timer != nullptr) w.timer->cancel();
+    if (w.timer != nullptr) cancel_quietly(*w.timer);
     io.deliver(w.to, socket_reply{w.tag, make_error_code(net_errc::closed), {}});
   }
   waiters_.clear();

@@ -356,9 +356,9 @@ void socket_state::shut_down() noexcept {
   fd_closed_ = true;
   writable.store(false, std::memory_order_release);
   boost::system::error_code ec;
-  if (recv_timer_ != nullptr) recv_timer_->cancel();
-  if (send_timer_ != nullptr) send_timer_->cancel();
-  if (idle_timer_ != nullptr) idle_timer_->cancel();
+  if (recv_timer_ != nullptr) cancel_quietly(*recv_timer_);
+  if (send_timer_ != nullptr) cancel_quietly(*send_timer_);
+  if (idle_timer_ != nullptr) cancel_quietly(*idle_timer_);
   sock.shutdown(tcp::socket::shutdown_both, ec);
   sock.cancel(ec);
   std::size_t dropped = 0;

@@ -68,7 +68,7 @@ class runtime {
  public:
   runtime();
   explicit runtime(runtime_options options);
-  ~runtime();
+  ~runtime();  // NOLINT(bugprone-exception-escape): terminates by design, see shutdown()
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 
