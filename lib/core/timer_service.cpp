@@ -17,11 +17,22 @@ BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 struct timer_service::send_after_entry : timer_entry {
-  message_node* msg = nullptr;
+  send_after_entry() = default;
+  send_after_entry(const send_after_entry&) = delete;
+  send_after_entry& operator=(const send_after_entry&) = delete;
+  // The rest of a chain goes one entry at a time: a million timers aimed at one pid must not
+  // be a million nested destructor calls.
+  ~send_after_entry() {
+    std::unique_ptr<send_after_entry> rest = std::move(next_same);
+    while (rest != nullptr) rest = std::move(rest->next_same);
+  }
+
+  node_ptr msg;
   std::uint64_t ref = 0;
-  // The chain of timers aimed at the same pid (by_target_ holds its first entry).
+  // The chain of timers aimed at the same pid: by_target_ owns its first entry, each entry the
+  // next one.
   send_after_entry* prev_same = nullptr;
-  send_after_entry* next_same = nullptr;
+  std::unique_ptr<send_after_entry> next_same;
 };
 
 struct timer_service::impl {
@@ -61,17 +72,10 @@ void timer_service::stop() noexcept {
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
   lock_guard lock(mu_);
-  for (timer_entry* e : heap_) {
-    e->heap_index = timer_entry::not_queued;
-    if (e->type == timer_entry::kind::send_after) {
-      auto* s = static_cast<send_after_entry*>(e);
-      destroy_node(s->msg);
-      delete s;
-    }
-  }
+  for (timer_entry* e : heap_) e->heap_index = timer_entry::not_queued;
   heap_.clear();
   by_ref_.clear();
-  by_target_.clear();
+  by_target_.clear();  // the send_after timers, with their messages
 }
 
 // -- heap
@@ -164,67 +168,71 @@ bool timer_service::cancel(timer_entry* e) noexcept {
   return true;
 }
 
-void timer_service::link_target_locked(send_after_entry* e) {
-  send_after_entry** head = by_target_.find(e->target.serial());
+void timer_service::link_target_locked(std::unique_ptr<send_after_entry> e) {
+  std::unique_ptr<send_after_entry>* head = by_target_.find(e->target.serial());
   if (head == nullptr) {
-    by_target_.insert(e->target.serial(), e);
+    const std::uint64_t serial = e->target.serial();
+    by_target_.insert(serial, std::move(e));
     return;
   }
-  e->next_same = *head;
-  (*head)->prev_same = e;
-  *head = e;
+  (*head)->prev_same = e.get();
+  e->next_same = std::move(*head);
+  *head = std::move(e);
 }
 
-void timer_service::unlink_target_locked(send_after_entry* e) noexcept {
-  if (e->prev_same != nullptr) {
-    e->prev_same->next_same = e->next_same;
-  } else if (e->next_same != nullptr) {
-    *by_target_.find(e->target.serial()) = e->next_same;
-  } else {
-    by_target_.erase(e->target.serial());
-  }
+auto timer_service::unlink_target_locked(send_after_entry* e) noexcept
+    -> std::unique_ptr<send_after_entry> {
+  std::unique_ptr<send_after_entry> owned;
   if (e->next_same != nullptr) e->next_same->prev_same = e->prev_same;
-  e->prev_same = e->next_same = nullptr;
+  if (e->prev_same != nullptr) {
+    owned = std::move(e->prev_same->next_same);
+    e->prev_same->next_same = std::move(e->next_same);
+  } else if (e->next_same != nullptr) {
+    std::unique_ptr<send_after_entry>* head = by_target_.find(e->target.serial());
+    owned = std::move(*head);
+    *head = std::move(e->next_same);
+  } else {
+    by_target_.erase(e->target.serial(), &owned);
+  }
+  e->prev_same = nullptr;
+  return owned;
 }
 
 ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
+  node_ptr owned_msg(msg);
   pin guard(rt_);
   proc* target = to ? rt_.table.lookup(to) : nullptr;
   if (target == nullptr || target->inbox.load(std::memory_order_seq_cst) == inbox_word::closed) {
     // BEAM cancels a timer aimed at a pid that is not alive at once.
-    destroy_node(msg);
     return ref(rt_.new_ref());
   }
   // Announce before arming; exit_process closes the inbox before reading this flag, so either
   // the exit sees the flag and cancels, or we see the closed inbox below (both seq_cst).
   target->timers_aimed.store(true, std::memory_order_seq_cst);
-  auto* e = new send_after_entry;
+  auto owned = std::make_unique<send_after_entry>();
+  send_after_entry* const e = owned.get();
   e->type = timer_entry::kind::send_after;
   e->target = to;
-  e->msg = msg;
+  e->msg = std::move(owned_msg);
   e->ref = rt_.new_ref();
   e->deadline = deadline_after(rt_.now(), delay);
   const std::uint64_t r = e->ref;
   {
     lock_guard lock(mu_);
-    if (stopped_) {
-      destroy_node(msg);
-      delete e;
-      return ref(r);
-    }
-    bool in_ref = false;
-    bool in_target = false;
+    if (stopped_) return ref(r);  // (the entry goes with its message, after the lock)
+    // In an order where each failure has only the earlier steps to undo; the entry and its
+    // message go with whichever step owns them when it throws.
+    link_target_locked(std::move(owned));
     try {
-      by_ref_.insert(e->ref, e);
-      in_ref = true;
-      link_target_locked(e);
-      in_target = true;
-      push_locked(e);
+      by_ref_.insert(r, e);
+      try {
+        push_locked(e);
+      } catch (...) {
+        by_ref_.erase(r);
+        throw;
+      }
     } catch (...) {
-      if (in_target) unlink_target_locked(e);
-      if (in_ref) by_ref_.erase(e->ref);
-      destroy_node(msg);
-      delete e;
+      unlink_target_locked(e);
       throw;
     }
     if (e->heap_index == 0) request_rearm(e->deadline);
@@ -235,40 +243,28 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
 }
 
 std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noexcept {
-  send_after_entry* e = nullptr;
+  std::unique_ptr<send_after_entry> e;  // its message is destroyed without the lock
   {
     lock_guard lock(mu_);
-    if (!by_ref_.erase(r.value(), &e)) return std::nullopt;
-    remove_locked(e);
-    unlink_target_locked(e);
+    send_after_entry* found = nullptr;
+    if (!by_ref_.erase(r.value(), &found)) return std::nullopt;
+    remove_locked(found);
+    e = unlink_target_locked(found);
   }
   const clock_time now = rt_.now();
   const clock_time::duration left =
       e->deadline == clock_time::max() ? clock_time::duration::max() : e->deadline - now;
-  destroy_node(e->msg);
-  delete e;
   return left > clock_time::duration::zero() ? left : clock_time::duration::zero();
 }
 
 void timer_service::cancel_aimed_at(pid target) noexcept {
-  send_after_entry* chain = nullptr;
-  {
-    lock_guard lock(mu_);
-    send_after_entry** head = by_target_.find(target.serial());
-    if (head == nullptr) return;
-    chain = *head;
-    by_target_.erase(target.serial());
-    for (send_after_entry* e = chain; e != nullptr; e = e->next_same) {
-      by_ref_.erase(e->ref);
-      remove_locked(e);
-    }
-  }
-  // Message destructors run without the lock.
-  while (chain != nullptr) {
-    send_after_entry* next = chain->next_same;
-    destroy_node(chain->msg);
-    delete chain;
-    chain = next;
+  // Declared before the lock, so the chain and its messages go after it is released.
+  std::unique_ptr<send_after_entry> chain;
+  lock_guard lock(mu_);
+  if (!by_target_.erase(target.serial(), &chain)) return;
+  for (send_after_entry* e = chain.get(); e != nullptr; e = e->next_same.get()) {
+    by_ref_.erase(e->ref);
+    remove_locked(e);
   }
 }
 
@@ -286,7 +282,7 @@ void timer_service::on_wake() noexcept {  // NOLINT(bugprone-exception-escape)
   struct fired {
     pid target;
     std::uint32_t seq;
-    send_after_entry* entry;  // null for a receive timeout
+    std::unique_ptr<send_after_entry> entry;  // null for a receive timeout
   };
   std::vector<fired> due;
   {
@@ -300,8 +296,7 @@ void timer_service::on_wake() noexcept {  // NOLINT(bugprone-exception-escape)
       if (e->type == timer_entry::kind::send_after) {
         auto* s = static_cast<send_after_entry*>(e);
         by_ref_.erase(s->ref);
-        unlink_target_locked(s);
-        due.push_back({s->target, 0, s});
+        due.push_back({s->target, 0, unlink_target_locked(s)});
       } else {
         due.push_back({e->target, e->seq, nullptr});
       }
@@ -311,8 +306,7 @@ void timer_service::on_wake() noexcept {  // NOLINT(bugprone-exception-escape)
   pin guard(rt_);
   for (const fired& f : due) {
     if (f.entry != nullptr) {
-      deliver(rt_, f.target, f.entry->msg);
-      delete f.entry;
+      deliver(rt_, f.target, f.entry->msg.release());
     } else {
       try {
         deliver(rt_, f.target, make_node<timeout_signal>(timeout_tag, timeout_signal{f.seq}));

@@ -86,15 +86,18 @@ class timer_service {
   void on_wake() noexcept BEAMLET_EXCLUDES(mu_);  // NOLINT(bugprone-exception-escape)
   void request_rearm(clock_time deadline) BEAMLET_REQUIRES(mu_);
   void arm_asio_locked() BEAMLET_REQUIRES(mu_);
-  void link_target_locked(send_after_entry* e) BEAMLET_REQUIRES(mu_);
-  void unlink_target_locked(send_after_entry* e) noexcept BEAMLET_REQUIRES(mu_);
+  void link_target_locked(std::unique_ptr<send_after_entry> e) BEAMLET_REQUIRES(mu_);
+  std::unique_ptr<send_after_entry> unlink_target_locked(send_after_entry* e) noexcept
+      BEAMLET_REQUIRES(mu_);
 
   runtime_core& rt_;
   mutable mutex mu_;
   std::vector<timer_entry*> heap_ BEAMLET_GUARDED_BY(mu_);
   id_table<send_after_entry*> by_ref_ BEAMLET_GUARDED_BY(mu_);
-  // pid serial -> first timer aimed at it
-  id_table<send_after_entry*> by_target_ BEAMLET_GUARDED_BY(mu_);
+  // pid serial -> the chain of timers aimed at it. A pending send_after timer is owned by its
+  // chain (each entry owns the next), so it has one owner however it ends: fired, cancelled,
+  // its target gone, or the service stopped; the heap and by_ref_ only point at it.
+  id_table<std::unique_ptr<send_after_entry>> by_target_ BEAMLET_GUARDED_BY(mu_);
   clock_time armed_for_ BEAMLET_GUARDED_BY(mu_) = clock_time::max();
   bool stopped_ BEAMLET_GUARDED_BY(mu_) = false;
   std::uint64_t clock_subscription_ = 0;  // with a manual clock
