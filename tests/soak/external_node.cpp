@@ -19,16 +19,25 @@ bool external_node::start() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // Close-on-exec on both ends: the child gets the read end as its stdin (dup2 clears the flag
+  // there), and no other child inherits the write end, which would keep the pipe open.
+  int lifeline[2];
+  if (::pipe2(lifeline, O_CLOEXEC) != 0) return false;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, lifeline[0], STDIN_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t child = 0;
   const int rc = posix_spawnp(&child, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return false;
+  ::close(lifeline[0]);
+  if (rc != 0) {
+    ::close(lifeline[1]);
+    return false;
+  }
   child_ = child;
+  lifeline_ = lifeline[1];
   stopped_ = false;
   return true;
 }
@@ -41,6 +50,12 @@ void external_node::kill() {
   ::waitpid(child_, &status, 0);
   child_ = 0;
   stopped_ = false;
+  close_lifeline();
+}
+
+void external_node::close_lifeline() {
+  if (lifeline_ >= 0) ::close(lifeline_);
+  lifeline_ = -1;
 }
 
 void external_node::stall() {
@@ -72,6 +87,7 @@ bool external_node::restart_if_exited() {
     if (::waitpid(child_, &status, WNOHANG) != child_) return false;
     child_ = 0;
     stopped_ = false;
+    close_lifeline();
   }
   return start();
 }
@@ -85,8 +101,8 @@ std::vector<std::string> external_node::erl_argv(const std::string& name,
       "-setcookie",
       cookie,
       "-noshell",
-      "-noinput",
       "-eval",
+      "spawn(fun() -> _ = io:get_line(''), erlang:halt() end),"
       "register(soak_echo, self()),"
       "Loop = fun L() -> receive {From, X} when is_pid(From) -> From ! {echoed, X, self()}, L();"
       " _ -> L() end end,"
