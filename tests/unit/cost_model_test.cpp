@@ -4,9 +4,6 @@
 namespace beamlet::test {
 
 namespace {
-struct junk {
-  int n;
-};
 struct tagged {
   ref tag;
   int n;

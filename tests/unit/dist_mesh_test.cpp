@@ -19,10 +19,6 @@ namespace {
 using dist::term;
 using namespace std::chrono_literals;
 
-term atom(const char* a) {
-  return term::make_atom(a);
-}
-
 TEST(DistBeamlet, MessagesLinksAndMonitorsBetweenTwoBeamletNodes) {
   runtime rt;
   start_node(rt, "bb");

@@ -16,14 +16,6 @@ namespace {
 using dist::term;
 using namespace std::chrono_literals;
 
-#define REQUIRE_ERL()                                                    \
-  if (!erl_available()) GTEST_SKIP() << "erl is not installed: skipped"; \
-  static_assert(true)
-
-term atom(const char* a) {
-  return term::make_atom(a);
-}
-
 // A term message the mailbox gets that starts with `tag`.
 term expect_tagged(scoped_process& me, const char* tag, std::chrono::milliseconds limit = 5s) {
   auto m = me.receive(on<term>().when([tag](const term& t) {

@@ -18,10 +18,6 @@ namespace {
 
 using dist::term;
 
-#define REQUIRE_ERL()                                                    \
-  if (!erl_available()) GTEST_SKIP() << "erl is not installed: skipped"; \
-  static_assert(true)
-
 TEST(Dist, HandshakeWithAnErlangNode) {
   REQUIRE_ERL();
   runtime rt;

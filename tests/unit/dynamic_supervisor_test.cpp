@@ -36,9 +36,6 @@ start_function ok3() {
     co_return start_result::ok(sup.spawn_link(sleep_forever), std::string("extra"));
   };
 }
-start_function ignore_start() {
-  return [](process&) -> task<start_result> { co_return start_result::ignore(); };
-}
 /// start_link(:error): {error, found}
 start_function error_start() {
   return [](process&) -> task<start_result> {
@@ -104,12 +101,6 @@ task<exit_reason> down_reason(process& self, ref r) {
   auto d =
       co_await self.receive(on<down>().when([r](const down& x) { return x.ref == r; }), after(10s));
   co_return d ? d.get<down>().reason : exit_reason::error("no_down");
-}
-
-task<exit_reason> exit_of(process& self, pid p) {
-  auto m = co_await self.receive(
-      on<exit_message>().when([p](const exit_message& e) { return e.from == p; }), after(10s));
-  co_return m ? m.get<exit_message>().reason : exit_reason::error("no_exit");
 }
 
 struct counts_t {
@@ -783,9 +774,6 @@ TEST(SupervisorSuite, HangingRestartLoopSimple) {
 // -- ack_wait: identical observable results, different costs ------------------------------------
 
 namespace {
-struct junk {
-  int n;
-};
 class acking : public gen_server<acking> {
  public:
   explicit acking(int mode) : mode_(mode) {}

@@ -32,6 +32,11 @@ namespace beamlet::test {
 inline bool erl_available() {
   return std::system("command -v erl >/dev/null 2>&1") == 0;
 }
+/// Skips the test where no `erl` is installed.
+#define REQUIRE_ERL()                                                    \
+  if (!erl_available()) GTEST_SKIP() << "erl is not installed: skipped"; \
+  static_assert(true)
+
 inline bool elixir_available() {
   return std::system("command -v elixir >/dev/null 2>&1") == 0;
 }

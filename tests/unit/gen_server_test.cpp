@@ -12,9 +12,6 @@ namespace beamlet::test {
 
 namespace {
 
-struct get {
-  using reply_type = int;
-};
 struct add {
   int n;
 };
@@ -43,23 +40,8 @@ struct set_timeout {
   std::chrono::milliseconds t;
 };
 struct void_request {};  // no reply_type: reply is `void`
-struct junk {
-  int n;
-};
 
 // A journal shared by a test and its server, to observe callbacks.
-struct journal {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  void add(std::string s) {
-    std::lock_guard l(mu);
-    lines.push_back(std::move(s));
-  }
-  std::vector<std::string> get() {
-    std::lock_guard l(mu);
-    return lines;
-  }
-};
 
 class counter : public gen_server<counter> {
  public:
@@ -177,8 +159,8 @@ TEST(GenServer, CallCastAndInfo) {
     EXPECT_EQ(co_await call(self, c, get{}), 16);
     co_await stop(self, c);
   });
-  EXPECT_EQ(j.get(), (std::vector<std::string>{"info beamlet::test::(anonymous namespace)::junk",
-                                               "terminate normal"}));
+  EXPECT_EQ(j.snapshot(),
+            (std::vector<std::string>{"info beamlet::test::junk", "terminate normal"}));
 }
 
 // §4.1 rule 3: init results.
@@ -191,13 +173,13 @@ TEST(GenServer, S4_1_3_InitTimeoutAndContinue) {
     EXPECT_TRUE(a.is_ok());
     EXPECT_TRUE(b.is_ok());
     (void)co_await call(self, server_ref<configurable>(b.pid()), get{});
-    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return !j1.get().empty(); }));
+    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return !j1.snapshot().empty(); }));
     co_await stop(self, server_ref<configurable>(a.pid()));
     co_await stop(self, server_ref<configurable>(b.pid()));
   });
-  EXPECT_EQ(j1.get(), std::vector<std::string>{"timeout"});
+  EXPECT_EQ(j1.snapshot(), std::vector<std::string>{"timeout"});
   // The continuation runs before any message (the call).
-  EXPECT_EQ(j2.get(), (std::vector<std::string>{"continue 7", "call"}));
+  EXPECT_EQ(j2.snapshot(), (std::vector<std::string>{"continue 7", "call"}));
 }
 
 TEST(GenServer, S4_1_3_InitStopIgnoreRaise) {
@@ -339,7 +321,7 @@ TEST(GenServer, S4_2_10_StopWithReply) {
     exit_reason_seen = e ? e.get<exit_message>().reason.to_string() : "none";
   });
   EXPECT_EQ(reply_value, "bye");
-  EXPECT_EQ(j.get(), (std::vector<std::string>{"terminate asked", "got reply"}));
+  EXPECT_EQ(j.snapshot(), (std::vector<std::string>{"terminate asked", "got reply"}));
   EXPECT_EQ(exit_reason_seen, "asked");
 }
 
@@ -378,13 +360,13 @@ TEST(GenServer, S4_3_13_ResultTimeout) {
     const auto r = co_await counter::start_link(self, {}, 0, &j);
     const server_ref<counter> c(r.pid());
     cast(self, c, set_timeout{30ms});
-    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return !j.get().empty(); }));
+    CO_ASSERT_TRUE(co_await eventually_in(self, [&] { return !j.snapshot().empty(); }));
     cast(self, c, set_timeout{200ms});
     (void)co_await call(self, c, get{});  // arrives first: cancels the timeout
     co_await self.sleep(50ms);
     co_await stop(self, c);
   });
-  EXPECT_EQ(j.get(), (std::vector<std::string>{"timeout", "terminate normal"}));
+  EXPECT_EQ(j.snapshot(), (std::vector<std::string>{"timeout", "terminate normal"}));
 }
 
 // §4.4 rule 14: terminate runs on an exception in a callback, and on the parent's EXIT when
@@ -416,16 +398,16 @@ TEST(GenServer, S4_4_WhenTerminateRuns) {
     const auto d = co_await counter::start_link(self, {}, 0, &killed, true);
     self.exit(d.pid(), exit_reason::kill());
     CO_ASSERT_TRUE(co_await eventually_in(
-        self, [&] { return !parent_exit.get().empty() && !other_exit.get().empty(); }));
+        self, [&] { return !parent_exit.snapshot().empty() && !other_exit.snapshot().empty(); }));
     co_await self.sleep(100ms);  // and `killed` stays empty
     co_await stop(self, server_ref<counter>(c.pid()));
   });
-  ASSERT_FALSE(crash.get().empty());
-  EXPECT_EQ(crash.get()[0], "terminate {exception,std::runtime_error,\"crash_in_call\"}");
-  EXPECT_EQ(parent_exit.get(), std::vector<std::string>{"terminate shutdown"});
-  EXPECT_EQ(other_exit.get(),
+  ASSERT_FALSE(crash.snapshot().empty());
+  EXPECT_EQ(crash.snapshot()[0], "terminate {exception,std::runtime_error,\"crash_in_call\"}");
+  EXPECT_EQ(parent_exit.snapshot(), std::vector<std::string>{"terminate shutdown"});
+  EXPECT_EQ(other_exit.snapshot(),
             (std::vector<std::string>{"info EXIT neighbour", "terminate normal"}));
-  EXPECT_TRUE(killed.get().empty());
+  EXPECT_TRUE(killed.snapshot().empty());
 }
 
 // §4.4 rule 17: stop is synchronous; noproc; a different exit reason; timeout.
@@ -557,8 +539,8 @@ TEST(GenServer, CoroutineInfoAndContinueOwnTheirMessage) {
     auto d = co_await self.receive(on<down>(), after(10s));
     EXPECT_TRUE(d && d.get<down>().ref == mon && d.get<down>().reason.is_normal());
   });
-  EXPECT_EQ(j.get(), (std::vector<std::string>{"continue from init",
-                                               "info " + std::string(100, 'x'), "info last"}));
+  EXPECT_EQ(j.snapshot(), (std::vector<std::string>{"continue from init",
+                                                    "info " + std::string(100, 'x'), "info last"}));
 }
 
 // gen_server:send_request/receive_response: several requests in flight, replies matched to

@@ -6,7 +6,6 @@
 namespace beamlet::test {
 
 namespace {
-struct go {};
 struct linked_to {
   pid p;
 };

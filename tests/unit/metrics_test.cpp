@@ -15,8 +15,6 @@
 namespace beamlet::test {
 namespace {
 
-struct go {};
-
 // Hand-written rather than std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized under
 // ASan, and the grammar is small.
 bool is_name_char(char c) {
@@ -178,8 +176,7 @@ TEST(Metrics, TimersAndQueueLengthsOfRegisteredProcesses) {
   me.send(idle, go{});
 }
 
-struct die {};
-class child : public gen_server<child> {
+class dying_child : public gen_server<dying_child> {
  public:
   gen::action handle_cast(const die&) { return gen::stop(exit_reason::error("boom")); }
 };
@@ -192,7 +189,8 @@ TEST(Metrics, SupervisorCounters) {
   ASSERT_TRUE(dynamic_supervisor::start_link(me, {"pool"}, dynamic_supervisor_flags{}).is_ok());
   pid first;
   for (int i = 0; i < 3; ++i) {
-    auto c = dynamic_supervisor::start_child(me, "pool", child_spec("", worker_start<child>()));
+    auto c =
+        dynamic_supervisor::start_child(me, "pool", child_spec("", worker_start<dying_child>()));
     ASSERT_TRUE(c.has_value());
     first = c->pid();
   }
@@ -200,7 +198,7 @@ TEST(Metrics, SupervisorCounters) {
     co_return start_result::error(exit_reason::error("nope"));
   };
   EXPECT_FALSE(dynamic_supervisor::start_child(me, "pool", child_spec("", failing)).has_value());
-  cast(me, server_ref<child>(first), die{});  // restarted: one restart
+  cast(me, server_ref<dying_child>(first), die{});  // restarted: one restart
   ASSERT_TRUE(eventually([&] {
     for (const auto& s : supervisor_stats(rt))
       if (s.registered_name == "pool") return s.restarts == 1;

@@ -6,9 +6,7 @@
 
 namespace beamlet::test {
 
-namespace {
-struct go {};
-}  // namespace
+namespace {}  // namespace
 
 // Rule 1: a new unique ref per call; one-way; unaffected by trap_exit; never kills the watcher.
 TEST(Monitors, S3_1_UniqueRefsOneWayNeverKills) {

@@ -10,8 +10,6 @@
 namespace beamlet::test {
 namespace {
 
-struct go {};
-
 net::tcp_listener listener_with(runtime& rt, const net::socket_options& accepted,
                                 std::uint16_t& port) {
   net::listen_options o;

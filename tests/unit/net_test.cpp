@@ -340,8 +340,6 @@ TEST(Active, ThePeersCloseIsTcpClosedAfterTheData) {
   EXPECT_EQ(data, std::string(100000, 'd'));
 }
 
-struct go {};
-
 TEST(Ownership, OnlyTheOwnerMayUseTheSocket) {
   runtime rt;
   scoped_process me(rt);

@@ -10,10 +10,6 @@
 namespace beamlet::test {
 
 namespace {
-struct tick {};
-struct get {
-  using reply_type = int;
-};
 struct poke {};
 class counter : public gen_server<counter> {
  public:

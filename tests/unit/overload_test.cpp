@@ -488,9 +488,6 @@ TEST(Priority, APriorityKillEndsTheOwner) {
 }
 
 /// A start function that starts nothing (ignore): the cheapest start request.
-start_function ignore_start() {
-  return [](process&) -> task<start_result> { co_return start_result::ignore(); };
-}
 
 /// As ignore_start, counting the requests the supervisor handled.
 start_function counted_ignore(std::shared_ptr<std::atomic<std::size_t>> handled) {

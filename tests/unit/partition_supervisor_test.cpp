@@ -50,7 +50,7 @@ task<std::string> agent_get(process& self, server_ref<agent> a) {
 }
 
 template <class F>
-void run_case(F&& body, std::chrono::milliseconds limit = 30s) {
+void run_case_with_runtime(F&& body, std::chrono::milliseconds limit = 30s) {
   runtime rt;
   const auto r = run_process(
       rt, [&](process& self) -> task<> { co_await body(self, rt); }, limit);
@@ -131,7 +131,7 @@ TEST(PartitionKey, StringKeysArePhash2OfTheBinary) {
 // start_link/1 "on success": 100 start_child calls through via(name, ref) all land somewhere
 // which_children can see.
 TEST(PartitionSupervisorTest, StartLinkOnSuccess) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     const partition_supervisor_options o = options("on_success", dynamic_spec());
     const start_result s = co_await partition_supervisor::start_link(self, o);
     CO_ASSERT_TRUE(s.is_ok());
@@ -157,7 +157,7 @@ TEST(PartitionSupervisorTest, StartLinkOnSuccess) {
 // through, so the case runs the via path Elixir takes internally: routing by the supervisor's
 // pid, never through its registered name.
 TEST(PartitionSupervisorTest, StartLinkOnSuccessWithViaName) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     const partition_supervisor_options o = options("via_named", agent_spec("hello"));
     const start_result s = co_await partition_supervisor::start_link(self, o);
     CO_ASSERT_TRUE(s.is_ok());
@@ -171,7 +171,7 @@ TEST(PartitionSupervisorTest, StartLinkOnSuccessWithViaName) {
 
 // start_link/1 "with_arguments"
 TEST(PartitionSupervisorTest, WithArguments) {
-  run_case([](process& self, runtime&) -> task<> {
+  run_case_with_runtime([](process& self, runtime&) -> task<> {
     partition_supervisor_options o = options("with_args", agent_spec("unused"));
     o.partitions = 3;
     o.with_arguments = [](child_spec spec, int partition) {
@@ -193,7 +193,7 @@ TEST(PartitionSupervisorTest, WithArguments) {
 // on bad with_arguments": checked in the caller, before anything is spawned. beamlet reports
 // them as start errors, like every bad supervisor flag (docs/errors.md), where Elixir raises.
 TEST(PartitionSupervisorTest, BadOptionsAreStartErrors) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     const std::size_t before = rt.process_count();
     std::vector<partition_supervisor_options> bad;
     bad.push_back(options("", dynamic_spec()));
@@ -222,7 +222,7 @@ TEST(PartitionSupervisorTest, BadOptionsAreStartErrors) {
 
 // "stop/1 is synchronous"
 TEST(PartitionSupervisorTest, StopIsSynchronous) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     const partition_supervisor_options o = options("stopped", agent_spec("x"));
     (void)co_await partition_supervisor::start_link(self, o);
     co_await partition_supervisor::stop(self, "stopped");
@@ -240,7 +240,7 @@ TEST(PartitionSupervisorTest, StopIsSynchronous) {
 // partitions/1 "raises noproc for unknown atom partition supervisor" / "... unknown via
 // partition supervisor"; routing through either exits the caller the same way, unwrapped.
 TEST(PartitionSupervisorTest, PartitionsRaisesNoprocForUnknown) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     std::string atom_error, via_error, call_error_text;
     try {
       (void)partition_supervisor::partitions(rt, "unknown");
@@ -266,7 +266,7 @@ TEST(PartitionSupervisorTest, PartitionsRaisesNoprocForUnknown) {
 
 // which_children/1 "returns all partitions"
 TEST(PartitionSupervisorTest, WhichChildrenReturnsAllPartitions) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     const partition_supervisor_options o = options("which", agent_spec("{}"));
     (void)co_await partition_supervisor::start_link(self, o);
     const int n = static_cast<int>(rt.schedulers());
@@ -289,7 +289,7 @@ TEST(PartitionSupervisorTest, WhichChildrenReturnsAllPartitions) {
 // count_children/1 "with workers" / "with supervisors" / "raises noproc for unknown partition
 // supervisor"
 TEST(PartitionSupervisorTest, CountChildren) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     const std::size_t n = rt.schedulers();
     const partition_supervisor_options w = options("count_w", agent_spec("{}"));
     const partition_supervisor_options s = options("count_s", dynamic_spec());
@@ -313,7 +313,7 @@ TEST(PartitionSupervisorTest, CountChildren) {
 // partition restarts. beamlet routes to the live child, by name and by pid, and reapplies
 // with_arguments on the restart (§8.2 rule 6).
 TEST(PartitionSupervisorTest, RoutingFollowsRestarts) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     partition_supervisor_options o = options("restarts", agent_spec("unused"));
     o.partitions = 4;
     o.with_arguments = [](child_spec spec, int partition) {
@@ -345,7 +345,7 @@ TEST(PartitionSupervisorTest, RoutingFollowsRestarts) {
 // §8.4 rule 18: crashing more often than the intensity allows takes the whole supervisor down,
 // and its routing with it.
 TEST(PartitionSupervisorTest, MaxRestartsZeroRemovesTheTable) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     self.trap_exit(true);
     partition_supervisor_options o = options("fragile", agent_spec("x"));
     o.intensity = 0;
@@ -369,7 +369,7 @@ TEST(PartitionSupervisorTest, MaxRestartsZeroRemovesTheTable) {
 
 // A partition whose child returned ignore routes to nobody: call fails with noproc.
 TEST(PartitionSupervisorTest, IgnoredPartitionRoutesToNobody) {
-  run_case([](process& self, runtime& rt) -> task<> {
+  run_case_with_runtime([](process& self, runtime& rt) -> task<> {
     partition_supervisor_options o = options("ignoring", agent_spec("x"));
     o.partitions = 2;
     o.with_arguments = [](child_spec spec, int partition) {

@@ -10,11 +10,6 @@ namespace beamlet::test {
 
 namespace {
 
-struct junk {
-  int n;
-};
-struct go {};
-
 // Both modes must behave identically; every test runs twice.
 class ProcLib : public ::testing::TestWithParam<ack_wait_mode> {};
 

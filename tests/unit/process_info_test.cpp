@@ -14,7 +14,6 @@
 namespace beamlet::test {
 namespace {
 
-struct go {};
 struct never {};
 
 TEST(ProcessInfo, NullAndDeadPidsGiveNothing) {

@@ -18,7 +18,6 @@ struct m {
   int n;
 };
 struct other {};
-struct go {};
 }  // namespace
 
 // Rule 8: the oldest message matching ANY clause wins, not the first clause.

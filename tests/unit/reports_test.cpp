@@ -204,7 +204,6 @@ TEST(GenServerReport, NoneForANormalStop) {
 
 // -- supervisor reports --------------------------------------------------------------------------
 
-struct die {};
 class child : public gen_server<child> {
  public:
   gen::action handle_cast(const die&) { return gen::stop(exit_reason::error("child_died")); }

@@ -18,19 +18,6 @@
 namespace beamlet::test {
 namespace {
 
-struct journal {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  void add(std::string l) {
-    std::lock_guard g(mu);
-    lines.push_back(std::move(l));
-  }
-  std::vector<std::string> take() {
-    std::lock_guard g(mu);
-    return std::exchange(lines, {});
-  }
-};
-
 // A worker that notes when its supervisor stops it.
 class noted_worker : public gen_server<noted_worker> {
  public:

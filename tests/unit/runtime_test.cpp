@@ -8,7 +8,6 @@
 namespace beamlet::test {
 
 namespace {
-struct go {};
 struct ready {};
 struct never_sent {};
 }  // namespace

@@ -12,10 +12,7 @@ namespace beamlet::test {
 
 namespace {
 struct work {};
-struct ping {
-  pid from;
-};
-struct pong {};
+struct pong_back {};
 
 double process_cpu_seconds() {
   timespec ts{};
@@ -40,13 +37,13 @@ TEST(Scheduler, FairnessAgainstAMessageHog) {
   const pid echo = rt.spawn([](process& self) -> task<> {
     for (;;) {
       auto m = co_await self.receive(on<ping>());
-      self.send(m.get<ping>().from, pong{});
+      self.send(m.get<ping>().from, pong_back{});
     }
   });
   const auto r = run_process(rt, [&](process& self) -> task<> {
     for (int i = 0; i < 1000; ++i) {
       self.send(echo, ping{self.self()});
-      co_await self.receive(on<pong>());
+      co_await self.receive(on<pong_back>());
     }
   });
   EXPECT_EQ(r, exit_reason::normal());

@@ -14,7 +14,6 @@ struct request {
 struct reply {
   int n;
 };
-struct go {};
 }  // namespace
 
 TEST(ScopedProcess, RequestReplyWithTimeout) {

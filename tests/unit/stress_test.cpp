@@ -7,11 +7,10 @@
 namespace beamlet::test {
 
 namespace {
-struct tagged {
+struct numbered {
   std::uint32_t sender;
   std::uint32_t n;
 };
-struct go {};
 }  // namespace
 
 // 4 sender threads x 1M messages to one process: none lost, each sender's order kept
@@ -25,8 +24,8 @@ TEST(Stress, FourThreadsMillionMessagesEach) {
   watched sink(rt, [&](process& self) -> task<> {
     std::vector<std::uint32_t> next(senders, 0);
     for (std::uint64_t i = 0; i < std::uint64_t{senders} * per; ++i) {
-      auto m = co_await self.receive(on<tagged>());
-      const tagged& t = m.get<tagged>();
+      auto m = co_await self.receive(on<numbered>());
+      const numbered& t = m.get<numbered>();
       if (t.n != next[t.sender]++) ordered = false;
       received.fetch_add(1, std::memory_order_relaxed);
     }
@@ -34,7 +33,7 @@ TEST(Stress, FourThreadsMillionMessagesEach) {
   std::vector<std::thread> ts;
   for (std::uint32_t s = 0; s < senders; ++s)
     ts.emplace_back([&, s] {
-      for (std::uint32_t i = 0; i < per; ++i) rt.send(sink, tagged{s, i});
+      for (std::uint32_t i = 0; i < per; ++i) rt.send(sink, numbered{s, i});
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(expect_exit(rt, sink, 120s), exit_reason::normal());

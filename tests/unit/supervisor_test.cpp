@@ -44,10 +44,6 @@ start_function normal_start() {
   return worker_start<worker>();
 }
 
-start_function ignore_start() {
-  return [](process&) -> task<start_result> { co_return start_result::ignore(); };
-}
-
 // supervisor_1:start_child(error): the first start works, every later one fails.
 start_function error_after_first_start() {
   auto starts = std::make_shared<int>(0);
@@ -78,18 +74,6 @@ start_function switchable_start(std::shared_ptr<std::atomic<bool>> fail) {
 }
 
 // A worker that journals its start and its terminate (order_of_children).
-struct journal {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  void add(std::string l) {
-    std::lock_guard g(mu);
-    lines.push_back(std::move(l));
-  }
-  std::vector<std::string> take() {
-    std::lock_guard g(mu);
-    return std::exchange(lines, {});
-  }
-};
 class logged_worker : public gen_server<logged_worker> {
  public:
   logged_worker(std::string name, journal* j) : name_(std::move(name)), j_(j) {}
@@ -179,11 +163,6 @@ task<exit_reason> any_exit(process& self) {
 }
 
 // check_exit_reason(Pid, Reason): the EXIT of a linked process.
-task<exit_reason> exit_of(process& self, pid p) {
-  auto m = co_await self.receive(
-      on<exit_message>().when([p](const exit_message& e) { return e.from == p; }), after(10s));
-  co_return m ? m.get<exit_message>().reason : exit_reason::error("no_exit");
-}
 
 task<start_result> start_sup(process& self, supervisor_flags f, std::vector<child_spec> c = {},
                              std::string_view name = {}) {
@@ -193,7 +172,7 @@ task<start_result> start_sup(process& self, supervisor_flags f, std::vector<chil
 
 // Each case runs in a process that traps exits, as the suite's cases do.
 template <class F>
-void run_case(F&& body, std::chrono::milliseconds limit = 30s) {
+void run_trapping_case(F&& body, std::chrono::milliseconds limit = 30s) {
   runtime rt;
   const auto r = run_process(
       rt,
@@ -209,7 +188,7 @@ void run_case(F&& body, std::chrono::milliseconds limit = 30s) {
 
 // sup_start_normal: a supervisor with no children starts, and stops on `shutdown`.
 TEST(SupervisorSuite, SupStartNormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result r = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     EXPECT_TRUE(r.is_ok());
     self.exit(r.pid(), exit_reason::shutdown());
@@ -219,7 +198,7 @@ TEST(SupervisorSuite, SupStartNormal) {
 
 // sup_start_ignore_init: init returning ignore; OTP 25 then sends the caller EXIT normal.
 TEST(SupervisorSuite, SupStartIgnoreInit) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const supervisor_options o{};
     const start_result r =
         co_await supervisor::start_link(self, o, [] { return supervisor_init::ignore(); });
@@ -232,7 +211,7 @@ TEST(SupervisorSuite, SupStartIgnoreInit) {
 
 // sup_start_ignore_child: {ok, undefined}; the spec stays; newest first; counts [2,1,0,2].
 TEST(SupervisorSuite, SupStartIgnoreChild) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     auto r1 = co_await supervisor::start_child(self, sup, spec("child1", ignore_start()));
@@ -253,7 +232,7 @@ TEST(SupervisorSuite, SupStartIgnoreChild) {
 // sup_start_ignore_temporary_child(_start_child): a temporary child that returns ignore is
 // not kept.
 TEST(SupervisorSuite, SupStartIgnoreTemporaryChild) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     std::vector<child_spec> kids{spec("child1", ignore_start(), restart_type::temporary),
                                  spec("child2", normal_start(), restart_type::temporary)};
     const start_result s =
@@ -270,7 +249,7 @@ TEST(SupervisorSuite, SupStartIgnoreTemporaryChild) {
 
 // sup_start_error_return: an init returning something that is not a valid result.
 TEST(SupervisorSuite, SupStartErrorReturn) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const supervisor_options o{};
     const start_result r =
         co_await supervisor::start_link(self, o, [] { return supervisor_init(); });
@@ -281,7 +260,7 @@ TEST(SupervisorSuite, SupStartErrorReturn) {
 
 // sup_start_fail: an init that raises: {error, Reason} and the supervisor exits with it.
 TEST(SupervisorSuite, SupStartFail) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const supervisor_options o{};
     const start_result r = co_await supervisor::start_link(
         self, o, []() -> supervisor_init { throw std::runtime_error("badmatch"); });
@@ -295,7 +274,7 @@ TEST(SupervisorSuite, SupStartFail) {
 // sup_start_child_returns_error: {error, R} from a start function: start_child fails with
 // {R, Child} and nothing is stored.
 TEST(SupervisorSuite, SupStartChildReturnsError) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     start_function failing = [](process&) -> task<start_result> {
@@ -319,7 +298,7 @@ TEST(SupervisorSuite, SupStartChildReturnsError) {
 
 // sup_start_map: defaults filled in, and get_childspec reads the full spec.
 TEST(SupervisorSuite, SupStartMap) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     std::vector<child_spec> kids{
         child_spec("child1", normal_start()),
         child_spec("child2", normal_start()).with_shutdown(shutdown_spec::brutal_kill()),
@@ -343,7 +322,7 @@ TEST(SupervisorSuite, SupStartMap) {
 
 // sup_start_map_faulty_specs: missing_id and missing_start, wrapped as {start_spec, E}.
 TEST(SupervisorSuite, SupStartMapFaultySpecs) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     std::vector<std::string> got;
     const std::vector<child_spec> faulty{child_spec("", normal_start()),
                                          child_spec("child2", nullptr)};
@@ -383,7 +362,7 @@ task<std::pair<exit_reason, exit_reason>> stop_with(process& self, shutdown_spec
 
 // sup_stop_infinity: `infinity` is allowed for supervisors and workers; children get shutdown.
 TEST(SupervisorSuite, SupStopInfinity) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const auto e = co_await stop_with(self, shutdown_spec::infinity(), shutdown_spec::infinity(),
                                       child_type::supervisor, false);
     EXPECT_EQ(e.first, exit_reason::shutdown());
@@ -393,7 +372,7 @@ TEST(SupervisorSuite, SupStopInfinity) {
 
 // sup_stop_timeout: a child that does not stop within its shutdown time is killed.
 TEST(SupervisorSuite, SupStopTimeout) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const auto e = co_await stop_with(self, shutdown_spec::timeout(1000ms),
                                       shutdown_spec::timeout(1000ms), child_type::worker, true);
     EXPECT_EQ(e.first, exit_reason::shutdown());
@@ -403,7 +382,7 @@ TEST(SupervisorSuite, SupStopTimeout) {
 
 // sup_stop_brutal_kill: brutal_kill children are killed.
 TEST(SupervisorSuite, SupStopBrutalKill) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const auto e = co_await stop_with(self, shutdown_spec::timeout(1000ms),
                                       shutdown_spec::brutal_kill(), child_type::worker, false);
     EXPECT_EQ(e.first, exit_reason::shutdown());
@@ -413,7 +392,7 @@ TEST(SupervisorSuite, SupStopBrutalKill) {
 
 // child_adm: the management matrix.
 TEST(SupervisorSuite, ChildAdm) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const child_spec child = spec("child1", normal_start());
     std::vector<child_spec> kids{child};
     const start_result s =
@@ -477,7 +456,7 @@ TEST(SupervisorSuite, ChildAdm) {
 
 // extra_return: {ok, Pid, Info} through start_child and restart_child.
 TEST(SupervisorSuite, ExtraReturn) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const child_spec child = spec("child1", extra_return_start());
     std::vector<child_spec> kids{child};
     const start_result s =
@@ -516,7 +495,7 @@ TEST(SupervisorSuite, ExtraReturn) {
 
 // child_specs / child_specs_map: each invalid field gives its error; duplicates rejected.
 TEST(SupervisorSuite, ChildSpecs) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     child_spec b2 = spec("child", normal_start());
@@ -557,7 +536,7 @@ TEST(SupervisorSuite, ChildSpecs) {
 
 // sup_flags: each invalid flag gives its error.
 TEST(SupervisorSuite, SupFlags) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     std::vector<std::string> got;
     const std::vector<supervisor_flags> bad_flags{
         supervisor_flags{static_cast<restart_strategy>(5), 2, 3600, auto_shutdown::never},
@@ -590,7 +569,7 @@ task<std::vector<child_info>> end_and_list(process& self, restart_type restart, 
 }  // namespace
 
 TEST(SupervisorSuite, PermanentNormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto c = co_await end_and_list(self, restart_type::permanent, how::normal);
     CO_ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0].status, child_info::state::running);  // restarted
@@ -598,7 +577,7 @@ TEST(SupervisorSuite, PermanentNormal) {
 }
 
 TEST(SupervisorSuite, PermanentShutdown) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto c = co_await end_and_list(self, restart_type::permanent, how::shutdown);
     CO_ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0].status, child_info::state::running);
@@ -608,7 +587,7 @@ TEST(SupervisorSuite, PermanentShutdown) {
 }
 
 TEST(SupervisorSuite, PermanentAbnormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto c = co_await end_and_list(self, restart_type::permanent, how::abnormal);
     CO_ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0].status, child_info::state::running);
@@ -616,7 +595,7 @@ TEST(SupervisorSuite, PermanentAbnormal) {
 }
 
 TEST(SupervisorSuite, TransientNormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto c = co_await end_and_list(self, restart_type::transient, how::normal);
     CO_ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0].status, child_info::state::undefined);  // kept, not restarted
@@ -624,7 +603,7 @@ TEST(SupervisorSuite, TransientNormal) {
 }
 
 TEST(SupervisorSuite, TransientShutdown) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto c = co_await end_and_list(self, restart_type::transient, how::shutdown);
     EXPECT_EQ(c.at(0).status, child_info::state::undefined);
     auto d = co_await end_and_list(self, restart_type::transient, how::shutdown_info);
@@ -633,27 +612,27 @@ TEST(SupervisorSuite, TransientShutdown) {
 }
 
 TEST(SupervisorSuite, TransientAbnormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto c = co_await end_and_list(self, restart_type::transient, how::abnormal);
     EXPECT_EQ(c.at(0).status, child_info::state::running);  // restarted
   });
 }
 
 TEST(SupervisorSuite, TemporaryNormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     EXPECT_TRUE((co_await end_and_list(self, restart_type::temporary, how::normal)).empty());
   });
 }
 
 TEST(SupervisorSuite, TemporaryShutdown) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     EXPECT_TRUE((co_await end_and_list(self, restart_type::temporary, how::shutdown)).empty());
     EXPECT_TRUE((co_await end_and_list(self, restart_type::temporary, how::shutdown_info)).empty());
   });
 }
 
 TEST(SupervisorSuite, TemporaryAbnormal) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     EXPECT_TRUE((co_await end_and_list(self, restart_type::temporary, how::abnormal)).empty());
   });
 }
@@ -661,7 +640,7 @@ TEST(SupervisorSuite, TemporaryAbnormal) {
 // temporary_bystander: a temporary sibling killed by a group restart is dropped and does not
 // use up intensity.
 TEST(SupervisorSuite, TemporaryBystander) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const std::vector<restart_strategy> strategies{restart_strategy::one_for_all,
                                                    restart_strategy::rest_for_one};
     for (auto strategy : strategies) {
@@ -723,7 +702,7 @@ TEST(SupervisorSuite, MultipleRestarts) {
 // one_for_one: only the failed child restarts; the third crash with intensity 2 stops the
 // supervisor.
 TEST(SupervisorSuite, OneForOne) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     auto c1 = co_await supervisor::start_child(self, sup, spec("child1", normal_start()));
@@ -740,7 +719,7 @@ TEST(SupervisorSuite, OneForOne) {
 
 // one_for_all: every child gets a new pid; intensity is enforced.
 TEST(SupervisorSuite, OneForAll) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_all, 2, 3600));
     const supervisor_ref sup(s.pid());
     auto c1 = co_await supervisor::start_child(self, sup, spec("child1", normal_start()));
@@ -765,7 +744,7 @@ TEST(SupervisorSuite, OneForAll) {
 
 // rest_for_one: later children are restarted and earlier ones untouched; intensity enforced.
 TEST(SupervisorSuite, RestForOne) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::rest_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     auto c1 = co_await supervisor::start_child(self, sup, spec("child1", normal_start()));
@@ -790,7 +769,7 @@ TEST(SupervisorSuite, RestForOne) {
 // one_for_one_escalation / one_for_all_escalation / rest_for_one_escalation: a child that keeps
 // failing to restart takes down the supervisor and its siblings.
 TEST(SupervisorSuite, Escalation) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const std::vector<restart_strategy> strategies{restart_strategy::one_for_one,
                                                    restart_strategy::one_for_all,
                                                    restart_strategy::rest_for_one};
@@ -813,7 +792,7 @@ TEST(SupervisorSuite, Escalation) {
 
 // count_children: counts stay consistent across many children.
 TEST(SupervisorSuite, CountChildren) {
-  run_case(
+  run_trapping_case(
       [](process& self) -> task<> {
         const start_result s =
             co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
@@ -840,7 +819,7 @@ TEST(SupervisorSuite, CountChildren) {
 
 // count_restarting_children: a restarting child counts in specs and workers, not in active.
 TEST(SupervisorSuite, CountRestartingChildren) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     auto fail = std::make_shared<std::atomic<bool>>(false);
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 100, 10));
     const supervisor_ref sup(s.pid());
@@ -903,13 +882,13 @@ task<> hanging_restart_loop(process& self, restart_strategy strategy) {
 }  // namespace
 
 TEST(SupervisorSuite, HangingRestartLoop) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     co_await hanging_restart_loop(self, restart_strategy::one_for_one);
   });
 }
 
 TEST(SupervisorSuite, HangingRestartLoopRestForOne) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     co_await hanging_restart_loop(self, restart_strategy::rest_for_one);
   });
 }
@@ -918,7 +897,7 @@ TEST(SupervisorSuite, HangingRestartLoopRestForOne) {
 // terminated in reverse order; shutdown terminates in reverse start order.
 TEST(SupervisorSuite, OrderOfChildren) {
   journal j;
-  run_case([&](process& self) -> task<> {
+  run_trapping_case([&](process& self) -> task<> {
     std::vector<child_spec> kids;
     for (std::string n : {"a", "b", "c", "d"})
       kids.push_back(child_spec(n, worker_start<logged_worker>(n, &j)));
@@ -938,7 +917,7 @@ TEST(SupervisorSuite, OrderOfChildren) {
 // tree: nested supervisors; a one_for_all restart of the top rebuilds the subtree without the
 // dynamically added grandchildren.
 TEST(SupervisorSuite, Tree) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     std::vector<child_spec> sup1_children{spec("child1", normal_start()),
                                           spec("child2", normal_start())};
     const start_result top =
@@ -995,7 +974,7 @@ class unlinking_worker : public gen_server<unlinking_worker> {
 // child_unlink: terminating a child that unlinked itself does not hang the supervisor; the
 // shutdown relies on a monitor, not on the link.
 TEST(SupervisorSuite, ChildUnlink) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     auto c = co_await supervisor::start_child(self, sup,
@@ -1009,7 +988,7 @@ TEST(SupervisorSuite, ChildUnlink) {
 // sup_start_restart_child_returns_error: a failed restart_child returns the error and keeps
 // the spec, not running.
 TEST(SupervisorSuite, SupStartRestartChildReturnsError) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
     const supervisor_ref sup(s.pid());
     auto c = co_await supervisor::start_child(
@@ -1032,7 +1011,7 @@ TEST(SupervisorSuite, SupStartRestartChildReturnsError) {
 // already_started_outside_supervisor: a child whose name is held by another process fails to
 // start with {already_started, Pid}.
 TEST(SupervisorSuite, AlreadyStartedOutsideSupervisor) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const start_result outside = co_await worker::start_link(self, {.name = "child"});
     CO_ASSERT_TRUE(outside.is_ok());
     const start_result s = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 3600));
@@ -1047,7 +1026,7 @@ TEST(SupervisorSuite, AlreadyStartedOutsideSupervisor) {
 // that fails during a group restart makes the supervisor stop the siblings it restarted and
 // retry; once the sibling can start, the whole group runs again.
 TEST(SupervisorSuite, OtherChildFailsRestart) {
-  run_case([](process& self) -> task<> {
+  run_trapping_case([](process& self) -> task<> {
     const std::vector<restart_strategy> strategies{restart_strategy::one_for_all,
                                                    restart_strategy::rest_for_one};
     for (restart_strategy strategy : strategies) {
@@ -1089,7 +1068,7 @@ TEST(StartResults, OkWithoutAPidIsAStartError) {
   const start_function no_pid = [](process&) -> task<start_result> {
     co_return start_result::ok(pid{});
   };
-  run_case([&](process& self) -> task<> {
+  run_trapping_case([&](process& self) -> task<> {
     const start_result sup = co_await start_sup(self, flags(restart_strategy::one_for_one, 2, 5));
     CO_ASSERT_TRUE(sup.is_ok());
     const auto r = co_await supervisor::start_child(self, sup.pid(), spec("c", no_pid));

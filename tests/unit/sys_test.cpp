@@ -11,19 +11,16 @@
 namespace beamlet::test {
 namespace {
 
-struct add {
+struct add_to {
   int n;
 };
-struct get {
-  using reply_type = int;
-};
 
-class counter : public gen_server<counter> {
+class counting_server : public gen_server<counting_server> {
  public:
-  counter() = default;
-  counter(const counter& o) : gen_server<counter>(), n(o.n) {}
+  counting_server() = default;
+  counting_server(const counting_server& o) : gen_server<counting_server>(), n(o.n) {}
   int handle_call(const get&, from<int>) { return n; }
-  gen::action handle_cast(const add& a) {
+  gen::action handle_cast(const add_to& a) {
     n += a.n;
     return gen::noreply();
   }
@@ -38,7 +35,7 @@ struct fixture {
   scoped_process me{rt};
   pid server;
   fixture() {
-    auto s = counter::start_link(me, {"counter"});
+    auto s = counting_server::start_link(me, {"counter"});
     EXPECT_TRUE(s.is_ok());
     server = s.pid();
   }
@@ -46,11 +43,11 @@ struct fixture {
 
 TEST(Sys, GetStateCopiesOrProjects) {
   fixture f;
-  cast(f.me, server_ref<counter>("counter"), add{5});
-  const counter copy = sys::get_state<counter>(f.me, "counter");
+  cast(f.me, server_ref<counting_server>("counter"), add_to{5});
+  const counting_server copy = sys::get_state<counting_server>(f.me, "counter");
   EXPECT_EQ(copy.n, 5);
-  const int n = sys::get_state<counter>(f.me, server_ref<counter>(f.server),
-                                        [](const counter& c) { return c.n * 10; });
+  const int n = sys::get_state<counting_server>(f.me, server_ref<counting_server>(f.server),
+                                                [](const counting_server& c) { return c.n * 10; });
   EXPECT_EQ(n, 50);
 }
 
@@ -63,14 +60,14 @@ TEST(Sys, GetStateOfAnotherClassThrows) {
 
 TEST(Sys, GetStatusIsFormatted) {
   fixture f;
-  cast(f.me, server_ref<counter>("counter"), add{2});
+  cast(f.me, server_ref<counting_server>("counter"), add_to{2});
   const server_status s = sys::get_status(f.me, "counter");
   EXPECT_EQ(s.pid, f.server);
   EXPECT_EQ(s.registered_name, "counter");
   EXPECT_EQ(s.parent, f.me.self());
   EXPECT_FALSE(s.suspended);
   EXPECT_EQ(s.state, "{counter,2}");
-  EXPECT_EQ(s.server_type, "beamlet::test::(anonymous namespace)::counter");
+  EXPECT_EQ(s.server_type, "beamlet::test::(anonymous namespace)::counting_server");
   const std::string text = to_string(s);
   EXPECT_EQ(text.rfind("Status for generic server counter (" + f.server.to_string() + ")\n", 0),
             0u);
@@ -96,20 +93,22 @@ TEST(Sys, SuspendHoldsMessagesUntilResume) {
   fixture f;
   sys::suspend(f.me, "counter");
   EXPECT_TRUE(sys::get_status(f.me, "counter").suspended);
-  cast(f.me, server_ref<counter>("counter"), add{1});
+  cast(f.me, server_ref<counting_server>("counter"), add_to{1});
   // A call waits: the server takes only system messages.
-  EXPECT_THROW((void)call(f.me, server_ref<counter>("counter"), get{}, 100ms), call_error);
+  EXPECT_THROW((void)call(f.me, server_ref<counting_server>("counter"), get{}, 100ms), call_error);
   // ...but still answers them.
-  EXPECT_EQ(sys::get_state<counter>(f.me, "counter", [](const counter& c) { return c.n; }), 0);
+  EXPECT_EQ(sys::get_state<counting_server>(f.me, "counter",
+                                            [](const counting_server& c) { return c.n; }),
+            0);
   sys::resume(f.me, "counter");
-  EXPECT_EQ(call(f.me, server_ref<counter>("counter"), get{}), 1);
+  EXPECT_EQ(call(f.me, server_ref<counting_server>("counter"), get{}), 1);
   EXPECT_FALSE(sys::get_status(f.me, "counter").suspended);
 }
 
 TEST(Sys, ASuspendedServerCanStillBeStopped) {
   fixture f;
   sys::suspend(f.me, "counter");
-  stop(f.me, server_ref<counter>("counter"));
+  stop(f.me, server_ref<counting_server>("counter"));
   EXPECT_FALSE(f.rt.is_alive(f.server));
 }
 
@@ -117,22 +116,21 @@ TEST(Sys, TraceLogsMessagesAndReplies) {
   fixture f;
   captured_log log(f.rt);
   sys::trace(f.me, "counter", true);
-  cast(f.me, server_ref<counter>("counter"), add{1});
-  EXPECT_EQ(call(f.me, server_ref<counter>("counter"), get{}), 1);
+  cast(f.me, server_ref<counting_server>("counter"), add_to{1});
+  EXPECT_EQ(call(f.me, server_ref<counting_server>("counter"), get{}), 1);
   const std::string who = "*DBG* " + f.server.to_string() + " ";
   EXPECT_TRUE(log.wait_for([&](const log_event& e) {
-    return e.message == who + "got cast beamlet::test::(anonymous namespace)::add";
+    return e.message == who + "got cast beamlet::test::(anonymous namespace)::add_to";
   }));
   EXPECT_TRUE(log.wait_for([&](const log_event& e) {
-    return e.message == who + "got call beamlet::test::(anonymous namespace)::get from " +
-                            f.me.self().to_string();
+    return e.message == who + "got call beamlet::test::get from " + f.me.self().to_string();
   }));
   EXPECT_TRUE(log.wait_for([&](const log_event& e) {
     return e.message == who + "sent reply to " + f.me.self().to_string();
   }));
   sys::trace(f.me, "counter", false);
-  cast(f.me, server_ref<counter>("counter"), add{1});
-  (void)call(f.me, server_ref<counter>("counter"), get{});
+  cast(f.me, server_ref<counting_server>("counter"), add_to{1});
+  (void)call(f.me, server_ref<counting_server>("counter"), get{});
   const auto n = log.count([&](const log_event& e) { return e.message.rfind("*DBG*", 0) == 0; });
   EXPECT_EQ(n, 3u);
 }
@@ -141,8 +139,8 @@ TEST(Sys, StatisticsCountInAndOut) {
   fixture f;
   EXPECT_FALSE(sys::get_statistics(f.me, "counter"));
   sys::statistics(f.me, "counter", true);
-  for (int i = 0; i < 3; ++i) cast(f.me, server_ref<counter>("counter"), add{1});
-  for (int i = 0; i < 2; ++i) (void)call(f.me, server_ref<counter>("counter"), get{});
+  for (int i = 0; i < 3; ++i) cast(f.me, server_ref<counting_server>("counter"), add_to{1});
+  for (int i = 0; i < 2; ++i) (void)call(f.me, server_ref<counting_server>("counter"), get{});
   const auto s = sys::get_statistics(f.me, "counter");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->messages_in, 5u);
@@ -159,8 +157,8 @@ TEST(Sys, FromAProcess) {
     const server_status s = co_await sys::get_status(self, "counter");
     CO_ASSERT_TRUE(s.suspended);
     co_await sys::resume(self, "counter");
-    const int n =
-        co_await sys::get_state<counter>(self, "counter", [](const counter& c) { return c.n + 1; });
+    const int n = co_await sys::get_state<counting_server>(
+        self, "counter", [](const counting_server& c) { return c.n + 1; });
     CO_ASSERT_EQ(n, 1);
   });
   ASSERT_TRUE(r);

@@ -10,7 +10,6 @@
 namespace beamlet::test {
 namespace {
 
-struct go {};
 struct drain_now {};
 
 TEST(SystemMonitor, OffByDefault) {

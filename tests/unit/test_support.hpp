@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace beamlet::test {
@@ -98,6 +99,58 @@ task<bool> eventually_in(process& self, F cond, std::chrono::milliseconds limit 
     co_await self.sleep(1ms);
   }
   co_return true;
+}
+
+// Messages that many tests send. They live here, not in each file's anonymous namespace, so
+// that the files of a test executable can be compiled together (BEAMLET_TEST_UNITY_BATCH).
+struct go {};    ///< go on
+struct die {};   ///< a cast that stops the server it reaches (each test says how)
+struct tick {};  ///< a timer's or a loop's beat
+struct get {     ///< a call for a server's int
+  using reply_type = int;
+};
+struct junk {  ///< fills a mailbox
+  int n;
+};
+struct ping {  ///< asks for an answer to `from`
+  pid from;
+};
+
+/// Lines written by processes and read by the test (thread-safe).
+struct journal {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  void add(std::string l) {
+    std::lock_guard g(mu);
+    lines.push_back(std::move(l));
+  }
+  /// The lines so far, which stay.
+  std::vector<std::string> snapshot() {
+    std::lock_guard g(mu);
+    return lines;
+  }
+  /// The lines so far, which go.
+  std::vector<std::string> take() {
+    std::lock_guard g(mu);
+    return std::exchange(lines, {});
+  }
+};
+
+/// A child start that returns `ignore` (OTP's init returning `ignore`).
+inline start_function ignore_start() {
+  return [](process&) -> task<start_result> { co_return start_result::ignore(); };
+}
+
+/// From a process that traps exits: the reason of `p`'s EXIT signal, or `no_exit` after 10 s.
+inline task<exit_reason> exit_of(process& self, pid p) {
+  auto m = co_await self.receive(
+      on<exit_message>().when([p](const exit_message& e) { return e.from == p; }), after(10s));
+  co_return m ? m.get<exit_message>().reason : exit_reason::error("no_exit");
+}
+
+/// An atom term.
+inline dist::term atom(const char* a) {
+  return dist::term::make_atom(a);
 }
 
 /// A process body that waits for any message and then returns (exit `normal`).

@@ -9,13 +9,9 @@
 namespace beamlet::test {
 
 namespace {
-struct ping {
-  pid from;
-};
 struct pong {
   int n;
 };
-struct tick {};
 }  // namespace
 
 TEST(Testing, AssertReceiveReturnsTheMessage) {

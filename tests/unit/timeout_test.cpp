@@ -11,10 +11,6 @@
 namespace beamlet::test {
 
 namespace {
-struct tick {};
-struct get {
-  using reply_type = int;
-};
 // Counts the calls it has seen, so a test can tell whether a request ever arrived.
 class call_counter : public gen_server<call_counter> {
  public:

@@ -8,7 +8,7 @@
 namespace beamlet::test {
 
 namespace {
-struct tick {
+struct numbered_tick {
   int n;
 };
 
@@ -27,8 +27,8 @@ TEST(Timers, SendAfterDelivers) {
   std::atomic<long> elapsed{0};
   watched p(rt, [&](process& self) -> task<> {
     const auto t0 = std::chrono::steady_clock::now();
-    self.send_after(self.self(), tick{1}, 50ms);
-    co_await self.receive(on<tick>());
+    self.send_after(self.self(), numbered_tick{1}, 50ms);
+    co_await self.receive(on<numbered_tick>());
     elapsed = static_cast<long>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count());
@@ -41,13 +41,13 @@ TEST(Timers, CancelBeforeFiring) {
   runtime rt;
   std::atomic<bool> ok{false};
   run_process(rt, [&](process& self) -> task<> {
-    const ref t = self.send_after(self.self(), tick{1}, 10s);
+    const ref t = self.send_after(self.self(), numbered_tick{1}, 10s);
     auto left = self.cancel_timer(t);
     EXPECT_TRUE(left.has_value());
     EXPECT_GT(*left, 5s);  // what remained: nearly all of it
     EXPECT_LE(*left, 10s);
     EXPECT_FALSE(self.cancel_timer(t).has_value());  // second cancel: unknown
-    auto m = co_await self.receive(on<tick>(), after(300ms));
+    auto m = co_await self.receive(on<numbered_tick>(), after(300ms));
     ok = m.timed_out();
   });
   EXPECT_TRUE(ok);
@@ -56,8 +56,8 @@ TEST(Timers, CancelBeforeFiring) {
 TEST(Timers, CancelAfterFiringReportsNothing) {
   runtime rt;
   scoped_process me(rt);
-  const ref t = rt.send_after(me.self(), tick{2}, 10ms);
-  auto m = me.receive(on<tick>(), after(5s));
+  const ref t = rt.send_after(me.self(), numbered_tick{2}, 10ms);
+  auto m = me.receive(on<numbered_tick>(), after(5s));
   ASSERT_TRUE(m);
   EXPECT_FALSE(rt.cancel_timer(t).has_value());
 }
@@ -72,7 +72,7 @@ TEST(Timers, SendAfterToDeadProcessIsDropped) {
 
 TEST(Timers, NegativeDelayRejected) {
   runtime rt;
-  EXPECT_THROW(rt.send_after(pid(1), tick{0}, -1ms), timeout_value_error);
+  EXPECT_THROW(rt.send_after(pid(1), numbered_tick{0}, -1ms), timeout_value_error);
 }
 
 // Many pending timeouts are heap entries, not OS timers: no thread or descriptor per timer.
@@ -84,7 +84,7 @@ TEST(Timers, ManyPendingTimersUseNoOsResources) {
   scoped_process me(rt);
   std::vector<ref> timers;
   timers.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) timers.push_back(rt.send_after(me.self(), tick{i}, 1h));
+  for (int i = 0; i < n; ++i) timers.push_back(rt.send_after(me.self(), numbered_tick{i}, 1h));
   // Plus parked processes waiting in receives with a timeout.
   const int waiters = 20000 / stress_divisor;
   std::atomic<int> parked{0};
@@ -92,7 +92,7 @@ TEST(Timers, ManyPendingTimersUseNoOsResources) {
   for (int i = 0; i < waiters; ++i)
     ps.push_back(rt.spawn([&](process& self) -> task<> {
       ++parked;
-      co_await self.receive(on<tick>(), after(1h));
+      co_await self.receive(on<numbered_tick>(), after(1h));
     }));
   ASSERT_TRUE(eventually([&] { return parked.load() == waiters; }));
   ASSERT_TRUE(eventually([&] {
@@ -113,7 +113,7 @@ TEST(Timers, CompletedReceivesCancelTheirTimeouts) {
   const pid echo = rt.spawn([](process& self) -> task<> {
     for (;;) {
       auto m = co_await self.receive(on<pid>());
-      self.send(m.get<pid>(), tick{0});
+      self.send(m.get<pid>(), numbered_tick{0});
     }
   });
   std::atomic<bool> done{false};
@@ -121,11 +121,11 @@ TEST(Timers, CompletedReceivesCancelTheirTimeouts) {
   watched p(rt, [&](process& self) -> task<> {
     for (int i = 0; i < n; ++i) {
       self.send(echo, self.self());
-      auto m = co_await self.receive(on<tick>(), after(1h));
+      auto m = co_await self.receive(on<numbered_tick>(), after(1h));
       if (m) ++replies;
     }
     done = true;
-    co_await self.receive(on<tick>());  // park without a timeout
+    co_await self.receive(on<numbered_tick>());  // park without a timeout
   });
   ASSERT_TRUE(eventually([&] { return done.load(); }));
   EXPECT_EQ(replies.load(), n);
@@ -142,20 +142,20 @@ TEST(Timers, CancelledWhenTheTargetExits) {
   const std::size_t base = rt.pending_timers();
   std::atomic<bool> armed{false};
   const pid p = me.spawn([&](process& self) -> task<> {
-    for (int i = 0; i < 3; ++i) self.send_after(self.self(), tick{i}, 1h);
+    for (int i = 0; i < 3; ++i) self.send_after(self.self(), numbered_tick{i}, 1h);
     armed = true;
     co_await self.receive(on<int>());
   });
-  const ref outside = rt.send_after(p, tick{9}, 1h);
+  const ref outside = rt.send_after(p, numbered_tick{9}, 1h);
   ASSERT_TRUE(eventually([&] { return armed.load(); }));
-  const ref other = rt.send_after(me.self(), tick{8}, 1h);  // aimed elsewhere: stays
+  const ref other = rt.send_after(me.self(), numbered_tick{8}, 1h);  // aimed elsewhere: stays
   EXPECT_EQ(rt.pending_timers(), base + 5);
   me.exit(p, exit_reason::kill());
   EXPECT_TRUE(eventually([&] { return rt.pending_timers() == base + 1; }))
       << rt.pending_timers() - base << " timers left";
   EXPECT_FALSE(rt.cancel_timer(outside).has_value());
   // Aimed at a dead pid: nothing is armed.
-  const ref dead = rt.send_after(p, tick{7}, 1h);
+  const ref dead = rt.send_after(p, numbered_tick{7}, 1h);
   EXPECT_EQ(rt.pending_timers(), base + 1);
   EXPECT_FALSE(rt.cancel_timer(dead).has_value());
   EXPECT_TRUE(rt.cancel_timer(other).has_value());
@@ -169,8 +169,8 @@ TEST(Timers, NoTimerOutlivesItsTarget) {
   scoped_process me(rt);
   for (int i = 0; i < 200; ++i) {
     (void)me.spawn([](process& self) -> task<> {
-      self.send_after(self.self(), tick{1}, 1h);
-      self.send_after(self.self(), tick{2}, 1h);
+      self.send_after(self.self(), numbered_tick{1}, 1h);
+      self.send_after(self.self(), numbered_tick{2}, 1h);
       co_return;
     });
   }
