@@ -142,11 +142,14 @@ TEST(HttpEndpoint, AThousandConcurrentRequests) {
   auto o = test_options();
   // The thousand clients are threads of one Python process, which take turns holding its
   // interpreter lock: on a loaded machine a client can send its request seconds after it
-  // connected, and the endpoint cuts a connection that sends nothing for header_timeout (500 ms
-  // in test_options) without an answer. This test is about concurrency; the header timeout has
-  // tests of its own. Its other cut without an answer, of the slowest readers past
-  // max_queued_bytes (16 MiB), is counted too.
+  // connected, or close its kept-alive connection seconds after it read the answer. The
+  // endpoint cuts a connection silent for header_timeout before its first request (without an
+  // answer) or for request_timeout after an answer (500 ms each in test_options), and counts
+  // both as timeouts. This test is about concurrency; the timeouts have tests of their own, so
+  // here they are longer than the test, and no connection may be cut: neither by a timeout nor
+  // as one of the slowest readers past max_queued_bytes (16 MiB).
   o.header_timeout = std::chrono::minutes(1);
+  o.request_timeout = std::chrono::minutes(1);
   auto ep = must_start(sys.rt, o);
   const auto cuts = [&] {
     const auto s = ep.stats();
