@@ -176,6 +176,13 @@ void socket_state::arm_idle_timer(std::uint64_t serial) {
   idle_timer_->async_wait([self = shared_from_this(), serial](const boost::system::error_code& ec) {
     // Stale when the read it guarded has completed (and another may be pending).
     if (ec || self->fd_closed_ || !self->reading_ || self->read_serial_ != serial) return;
+    // Bytes already in the kernel are not silence: the peer spoke in time, and this I/O
+    // thread, busy elsewhere, has the timer's expiry and the read's completion to run at once.
+    boost::system::error_code unread;
+    if (self->sock.available(unread) != 0 && !unread) {
+      self->arm_idle_timer(serial);
+      return;
+    }
     self->fail(make_error_code(net_errc::timed_out));
     self->deliver_ready();
   });

@@ -106,7 +106,11 @@ def main():
             sys.exit(2)
         if body is not None:
             s.sendall(struct.pack(">I", len(body)) + body)
-    sys.exit(0 if wait_closed(s) else 1)
+    start = time.monotonic()
+    closed = wait_closed(s)
+    print("bad_peer %s: %s after %.2f s" % (scenario, "closed" if closed else "still open",
+                                           time.monotonic() - start), flush=True)
+    sys.exit(0 if closed else 1)
 
 
 if __name__ == "__main__":
