@@ -286,7 +286,9 @@ TEST(NetFaults, ManyBadPeersAmongGoodOnesLeaveNothingOpen) {
       }
     }
     ASSERT_TRUE(eventually([&] { return srv.ended().size() == 20; }));
-  }  // the server ends here
+    rt.exit(srv.server, exit_reason::kill());
+    ASSERT_TRUE(rt.wait(srv.server, 10s));  // before the count of open sockets
+  }
   EXPECT_TRUE(eventually([&] { return net::open_sockets(rt) == baseline; }))
       << net::open_sockets(rt) << " open, " << baseline << " before";
 }
