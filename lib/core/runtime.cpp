@@ -59,6 +59,10 @@ runtime_core::runtime_core(const runtime_options& o)
 runtime_core::~runtime_core() {  // NOLINT(bugprone-exception-escape)
   shutdown();
   epoch.free_all_shared();
+  // The hooks belong to extensions, destroyed with the members after this body: from here on
+  // the slots are empty.
+  hooks.events.store(nullptr, std::memory_order_release);
+  hooks.remote.store(nullptr, std::memory_order_release);
 }
 
 void runtime_core::start() {
