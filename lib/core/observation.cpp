@@ -49,15 +49,16 @@ namespace detail {
 // -- events ------------------------------------------------------------------------------------
 
 void install_hook(runtime_core& rt, event_sink* sink) noexcept {
-  if (sink == nullptr) {
-    rt.event_level.store(-1, std::memory_order_relaxed);
-    rt.report_level.store(-1, std::memory_order_relaxed);
-  }
+  lock_guard lock(rt.hooks_mu);
+  // Levels off first: an event that still finds them on finds the new sink (or none).
+  rt.event_level.store(-1, std::memory_order_relaxed);
+  rt.report_level.store(-1, std::memory_order_relaxed);
   rt.hooks.events.store(sink, std::memory_order_release);
 }
 
 void set_event_level(runtime_core& rt, log_level level, bool reports) noexcept {
-  if (rt.hooks.events.load(std::memory_order_acquire) == nullptr) return;
+  lock_guard lock(rt.hooks_mu);
+  if (rt.hooks.events.load(std::memory_order_relaxed) == nullptr) return;
   rt.event_level.store(static_cast<int>(level), std::memory_order_release);
   rt.report_level.store(reports ? static_cast<int>(level) : -1, std::memory_order_release);
 }

@@ -17,6 +17,7 @@ BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 void install_hook(runtime_core& rt, remote_hooks* hooks) noexcept {
+  lock_guard lock(rt.hooks_mu);
   rt.hooks.remote.store(hooks, std::memory_order_release);
 }
 

@@ -61,11 +61,14 @@ class runtime_core {
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};
   /// The layers' hooks (detail/layer_hooks.hpp): null where none is installed. Emptied
-  /// before the extensions that own them are destroyed.
+  /// before the extensions that own them are destroyed. Read with one acquire load and no
+  /// lock; installing a hook or setting the event levels takes hooks_mu, so that a slot and
+  /// the levels that go with it change together.
   struct hook_table {
-    std::atomic<event_sink*> events{nullptr};  ///< the logger
+    std::atomic<event_sink*> events{nullptr};    ///< the logger
     std::atomic<remote_hooks*> remote{nullptr};  ///< a running dist node
   } hooks;
+  mutex hooks_mu;
 
   // -- observation (lib/core/observation.cpp)
   // ------------------------------------------------------

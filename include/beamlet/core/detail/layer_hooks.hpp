@@ -9,9 +9,11 @@
 //
 // Lifetime: install_hook does not wait for the threads that may still be calling the hook it
 // replaces, so every hook must stay valid until the runtime's core is destroyed. A layer makes
-// the hook part of its runtime_extension (extension.hpp), which lives exactly that long; the
-// core empties every slot before it destroys the extensions. Removing a hook (null) is for
-// stopping a service early (a node that stops), not for freeing the hook.
+// the hook part of its runtime_extension (extension.hpp), which lives exactly that long, and
+// installs it as the last step of the extension's attached(), after which nothing throws (an
+// extension whose attached() throws is destroyed); the core empties every slot before it
+// destroys the extensions. Removing a hook (null) turns a layer off in a runtime that goes on
+// (a dist node empties its slot when the runtime stops); it never frees the hook.
 //
 // The table starts empty. What fills it when a runtime starts is the library's one link-time
 // entry, `beamlet_layer_hooks` below: the top layer defines it (lib/observe/startup.cpp), and the
@@ -38,9 +40,9 @@ class runtime_core;
 class event_sink;    // where log events and reports go (detail/core.hpp); the logger's
 class remote_hooks;  // operations on remote pids (detail/remote.hpp); a running dist node's
 
-/// Installs `sink` as the runtime's event sink, or empties the slot (null), which also turns
-/// every level off (log_enabled and report_enabled become false). The levels of a new sink are
-/// off until set_event_level (detail/core.hpp) sets them. Thread-safe.
+/// Installs `sink` as the runtime's event sink, or empties the slot (null). Either way every
+/// level is off (log_enabled and report_enabled are false) until set_event_level
+/// (detail/core.hpp) sets them for the sink installed. Thread-safe.
 void install_hook(runtime_core& rt, event_sink* sink) noexcept;
 /// Installs (or, with null, removes) the operations on remote pids. Thread-safe.
 void install_hook(runtime_core& rt, remote_hooks* hooks) noexcept;
