@@ -48,18 +48,17 @@ namespace detail {
 
 // -- events ------------------------------------------------------------------------------------
 
-void set_event_sink(runtime_core& rt, std::shared_ptr<event_sink> sink, log_level level,
-                    bool reports) noexcept {
-  lock_guard lock(rt.sink_mu);
-  const bool on = sink != nullptr;
-  rt.sink = std::move(sink);
-  rt.event_level.store(on ? static_cast<int>(level) : -1, std::memory_order_release);
-  rt.report_level.store(on && reports ? static_cast<int>(level) : -1, std::memory_order_release);
+void install_hook(runtime_core& rt, event_sink* sink) noexcept {
+  lock_guard lock(rt.hooks_mu);
+  // Levels off first: an event that still finds them on finds the new sink (or none).
+  rt.event_level.store(-1, std::memory_order_relaxed);
+  rt.report_level.store(-1, std::memory_order_relaxed);
+  rt.hooks.events.store(sink, std::memory_order_release);
 }
 
 void set_event_level(runtime_core& rt, log_level level, bool reports) noexcept {
-  lock_guard lock(rt.sink_mu);
-  if (rt.sink == nullptr) return;
+  lock_guard lock(rt.hooks_mu);
+  if (rt.hooks.events.load(std::memory_order_relaxed) == nullptr) return;
   rt.event_level.store(static_cast<int>(level), std::memory_order_release);
   rt.report_level.store(reports ? static_cast<int>(level) : -1, std::memory_order_release);
 }
@@ -74,11 +73,7 @@ bool report_enabled(const runtime_core& rt, log_level level) noexcept {
 
 void emit_event(runtime_core& rt, log_event&& e) noexcept {
   if (!(e.report.empty() ? log_enabled(rt, e.level) : report_enabled(rt, e.level))) return;
-  std::shared_ptr<event_sink> sink;
-  {
-    lock_guard lock(rt.sink_mu);
-    sink = rt.sink;
-  }
+  event_sink* sink = rt.hooks.events.load(std::memory_order_acquire);
   if (sink == nullptr) return;
   if (e.time == std::chrono::system_clock::time_point{}) e.time = std::chrono::system_clock::now();
   sink->emit(std::move(e));

@@ -165,7 +165,7 @@ void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
 send_status send_node_checked(runtime_core& rt, pid to, message_node* n,
                               message_node** give_back) noexcept {
   if (to.is_remote()) [[unlikely]] {
-    remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+    remote_hooks* h = rt.hooks.remote.load(std::memory_order_acquire);
     if (h == nullptr) {
       destroy_node(n);
       return send_status::no_process;
@@ -377,7 +377,7 @@ namespace {
 template <class NoprocDown>
 ref monitor_remote(detail::proc* p, detail::runtime_core& rt, pid target, std::uint64_t r,
                    std::unique_ptr<std::string>& name, NoprocDown& noproc_down) {
-  detail::remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+  detail::remote_hooks* h = rt.hooks.remote.load(std::memory_order_acquire);
   if (h == nullptr) {  // no node runs: nothing remote can be alive
     noproc_down();
     return ref(r);

@@ -145,7 +145,7 @@ bool push_saturated(proc* p, message_node* n) noexcept {
 // A message or signal for a process on another node: handed to the distribution layer, which
 // speaks the signal's wire form.
 bool deliver_remote(runtime_core& rt, pid to, message_node* n) noexcept {
-  remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+  remote_hooks* h = rt.hooks.remote.load(std::memory_order_acquire);
   if (h == nullptr) {
     destroy_node(n);
     return false;
@@ -424,7 +424,7 @@ void drain_arrivals(proc* p, drain_mode mode) {
 
 void drop_monitor(runtime_core& rt, pid watcher, std::uint64_t r, const monitor_entry& e) noexcept {
   if (e.target.is_remote()) [[unlikely]] {
-    if (remote_hooks* h = rt.remote.load(std::memory_order_acquire))
+    if (remote_hooks* h = rt.hooks.remote.load(std::memory_order_acquire))
       h->demonitor(watcher, e.target, r);
     return;
   }

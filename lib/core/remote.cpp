@@ -16,13 +16,14 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-void set_remote_hooks(runtime_core& rt, remote_hooks* hooks) noexcept {
-  rt.remote.store(hooks, std::memory_order_release);
+void install_hook(runtime_core& rt, remote_hooks* hooks) noexcept {
+  lock_guard lock(rt.hooks_mu);
+  rt.hooks.remote.store(hooks, std::memory_order_release);
 }
 
 void send_node_remote_named(runtime_core& rt, pid from, std::string_view name,
                             std::string_view node, message_node* n) noexcept {
-  remote_hooks* h = rt.remote.load(std::memory_order_acquire);
+  remote_hooks* h = rt.hooks.remote.load(std::memory_order_acquire);
   if (h == nullptr) {
     destroy_node(n);
     return;
@@ -105,7 +106,7 @@ void remote_down_in(runtime_core& rt, pid watcher, std::uint64_t ref, pid target
 ref basic_process::monitor(std::string_view name, std::string_view node) {
   detail::proc* p = p_;
   const std::uint64_t r = rt_->new_ref();
-  detail::remote_hooks* h = rt_->remote.load(std::memory_order_acquire);
+  detail::remote_hooks* h = rt_->hooks.remote.load(std::memory_order_acquire);
   auto unreachable = [&] {
     detail::self_deliver(
         p, detail::make_message(

@@ -59,6 +59,10 @@ runtime_core::runtime_core(const runtime_options& o)
 runtime_core::~runtime_core() {  // NOLINT(bugprone-exception-escape)
   shutdown();
   epoch.free_all_shared();
+  // The hooks belong to extensions, destroyed with the members after this body: from here on
+  // the slots are empty.
+  hooks.events.store(nullptr, std::memory_order_release);
+  hooks.remote.store(nullptr, std::memory_order_release);
 }
 
 void runtime_core::start() {
@@ -105,9 +109,19 @@ runtime_extension& extension_slot(runtime_core& rt, const void* key, extension_f
   for (auto& [k, e] : rt.extensions_)
     if (k == key) return *e;
   std::unique_ptr<runtime_extension> made = make();
-  made->attached(rt);
   runtime_extension& ref = *made;
+  // In the list before attached(): once attached() has installed a hook (its last step, as
+  // layer_hooks.hpp asks), nothing may throw and free the extension under it.
   rt.extensions_.emplace_back(key, std::move(made));
+  try {
+    ref.attached(rt);
+  } catch (...) {
+    const auto it = std::find_if(rt.extensions_.begin(), rt.extensions_.end(),
+                                 [key](const auto& entry) { return entry.first == key; });
+    std::unique_ptr<runtime_extension> failed = std::move(it->second);
+    rt.extensions_.erase(it);
+    throw;
+  }
   return ref;
 }
 

@@ -60,8 +60,15 @@ class runtime_core {
 
   /// No new processes once the grace period of shutdown is over.
   std::atomic<bool> closed{false};
-  /// Operations on remote pids (detail/remote.hpp); null while no node runs.
-  std::atomic<remote_hooks*> remote{nullptr};
+  /// The layers' hooks (detail/layer_hooks.hpp): null where none is installed. Emptied
+  /// before the extensions that own them are destroyed. Read with one acquire load and no
+  /// lock; installing a hook or setting the event levels takes hooks_mu, so that a slot and
+  /// the levels that go with it change together.
+  struct hook_table {
+    std::atomic<event_sink*> events{nullptr};    ///< the logger
+    std::atomic<remote_hooks*> remote{nullptr};  ///< a running dist node
+  } hooks;
+  mutex hooks_mu;
 
   // -- observation (lib/core/observation.cpp)
   // ------------------------------------------------------
@@ -70,8 +77,6 @@ class runtime_core {
   std::atomic<int> event_level{-1};
   /// The same for reports: -1 when reports are off.
   std::atomic<int> report_level{-1};
-  mutex sink_mu;
-  std::shared_ptr<event_sink> sink BEAMLET_GUARDED_BY(sink_mu);
   /// The system monitor's thresholds; 0 means off. `active` says which alarms are on
   /// (monitor_queue, monitor_schedule): a run loads it once, so an unused monitor costs a run
   /// one relaxed load and a send nothing.

@@ -24,7 +24,7 @@ namespace core = beamlet::detail;
 
 void node_state::stopping() noexcept {
   set_running(false);
-  core::set_remote_hooks(*rt_, nullptr);
+  core::install_hook(*rt_, static_cast<core::remote_hooks*>(nullptr));
 }
 
 void node_state::log(log_level level, std::string message) const noexcept {
@@ -256,7 +256,7 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
   st.self.creation = ready.get<detail::kernel_ready>().creation;
   st.rex = me.spawn([sp](process& p) { return detail::rex_body(p, *sp); });
   st.group_leader = me.spawn([sp](process& p) { return detail::group_leader_body(p, *sp); });
-  core::set_remote_hooks(rt.core(), &st);
+  core::install_hook(rt.core(), &st);
   st.set_running(true);
   me.send(st.kernel, detail::kernel_go{});
   return node_info{st.self.name, st.self.creation, st.port};

@@ -222,7 +222,9 @@ logger::~logger() {
 
 void logger::attached(detail::runtime_core& rt) {
   state_->rt = &rt;
-  detail::set_event_sink(rt, state_, level(), reports());
+  // The state lives as long as this extension, hence as long as the runtime's core.
+  detail::install_hook(rt, state_.get());
+  detail::set_event_level(rt, level(), reports());
 }
 
 void logger::stopping() noexcept {

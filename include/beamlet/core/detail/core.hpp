@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/layer_hooks.hpp>
 #include <beamlet/core/detail/message.hpp>
 #include <beamlet/core/detail/receive_op.hpp>
 #include <beamlet/core/exit_reason.hpp>
@@ -92,16 +93,16 @@ bool is_alive_in(runtime_core& rt, pid p) noexcept;
 // -- what the core tells the layers above (observability) ---------------------------------------
 
 /// The runtime's event sink (a logger): receives every event the runtime and the layers make.
+/// Installed with install_hook (detail/layer_hooks.hpp).
 class event_sink {
  public:
-  virtual ~event_sink() = default;
   virtual void emit(log_event&& e) noexcept = 0;
+
+ protected:
+  ~event_sink() = default;
 };
-/// Installs `sink` (null removes it), taking events down to `level`, and reports (crash,
-/// supervisor, progress...) only if `reports`. Thread-safe; the runtime holds the sink until it
-/// is replaced or the runtime is destroyed.
-void set_event_sink(runtime_core& rt, std::shared_ptr<event_sink> sink, log_level level,
-                    bool reports) noexcept;
+/// Sets the levels of the installed sink: events down to `level`, and reports (crash,
+/// supervisor, progress...) only if `reports`. Does nothing while no sink is installed.
 void set_event_level(runtime_core& rt, log_level level, bool reports) noexcept;
 /// True when a plain event of `level` would go somewhere: one relaxed load.
 bool log_enabled(const runtime_core& rt, log_level level) noexcept;

@@ -3,9 +3,10 @@
 //
 // The core knows remote pids only as pids with the remote bit (ids.hpp). Everything a process
 // does to one (a message, a link or unlink, an exit signal, a monitor, a DOWN owed to a remote
-// watcher) goes through the runtime's remote_hooks, which the distribution layer installs when
-// a node starts; without them a remote pid behaves as a dead one. The hooks are called on the
-// acting process's thread, possibly many at once: they must be thread-safe and must not block.
+// watcher) goes through the runtime's remote_hooks, which the distribution layer installs in
+// the runtime's hook table (detail/layer_hooks.hpp) when a node starts; without them a remote
+// pid behaves as a dead one. The hooks are called on the acting process's thread, possibly many
+// at once: they must be thread-safe and must not block.
 // Signals from one local process to one remote process reach the hooks in the order it made
 // them (and the layer keeps that order on the wire).
 #pragma once
@@ -15,6 +16,7 @@
 #include <string_view>
 
 #include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/layer_hooks.hpp>
 #include <beamlet/core/exit_reason.hpp>
 #include <beamlet/core/ids.hpp>
 
@@ -57,9 +59,7 @@ class remote_hooks {
   ~remote_hooks() = default;
 };
 
-/// Installs (or, with null, removes) the hooks. They must stay valid until the runtime is
-/// destroyed: a thread may still be calling the previous ones.
-void set_remote_hooks(runtime_core& rt, remote_hooks* hooks) noexcept;
+// Installed with install_hook (detail/layer_hooks.hpp), which says how long they must live.
 
 // -- signals from other nodes (called by the distribution layer) --------------------------------
 
