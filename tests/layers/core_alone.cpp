@@ -57,9 +57,9 @@ void crash_one(beamlet::scoped_process& me, const char* why) {
     co_return;
   });
   const beamlet::ref r = me.monitor(p);
-  (void)me.receive(beamlet::on<beamlet::down>().when(
-                       [r](const beamlet::down& d) { return d.ref == r; }),
-                   beamlet::after(std::chrono::seconds(10)));
+  (void)me.receive(
+      beamlet::on<beamlet::down>().when([r](const beamlet::down& d) { return d.ref == r; }),
+      beamlet::after(std::chrono::seconds(10)));
 }
 
 bool check(bool ok, const char* what) {
