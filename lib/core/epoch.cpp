@@ -37,6 +37,7 @@ void epoch_domain::retire(bag& b, void* object, void (*free)(void*) noexcept) {
 void epoch_domain::retire_shared(void* object, void (*free)(void*) noexcept) {
   lock_guard lock(shared_mu_);
   retire(shared_, object, free);
+  shared_waiting_.store(true, std::memory_order_relaxed);
 }
 
 bool epoch_domain::try_advance() noexcept {
@@ -70,9 +71,13 @@ void epoch_domain::collect(bag& b) noexcept {
 }
 
 void epoch_domain::collect_shared() noexcept {
+  // Workers call this every few runs: with nothing retired from outside (the usual case) it
+  // must not touch the shared lock. A retirement this load misses waits for the next call.
+  if (!shared_waiting_.load(std::memory_order_relaxed)) return;
   // Whoever holds the lock is retiring or collecting already; this round can be skipped.
   if (!shared_mu_.try_lock()) return;
   collect(shared_);
+  shared_waiting_.store(!shared_.empty(), std::memory_order_relaxed);
   shared_mu_.unlock();
 }
 

@@ -94,6 +94,7 @@ class epoch_domain {
   record outside_[outside_slots];
   mutex shared_mu_;
   bag shared_ BEAMLET_GUARDED_BY(shared_mu_);
+  std::atomic<bool> shared_waiting_{false};  ///< shared_ holds something (a hint, read unlocked)
 };
 
 }  // namespace detail

@@ -15,8 +15,9 @@
 //  * `watchers` (the monitors other processes hold on this one) are guarded by
 //    `watchers_lock`, so monitor/demonitor never wake the target and the exit fan-out takes the
 //    lock once for all watchers.
-//  * The registry guards `reg_name` with its own mutex; `registration` moves from open to named
-//    and back under that mutex, and from open to closed (at exit) without it.
+//  * The registry writes `reg_name` under the name's shard lock (readers pin instead);
+//    `registration` moves from open to named and back under that lock, and from open to closed
+//    (at exit) without it.
 //  * Everything else belongs to the thread currently running the process.
 #pragma once
 
@@ -41,6 +42,8 @@
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
+
+struct registered_name;  // registry.hpp
 
 /// The inbox word (see the header comment). Node addresses fit in 48 bits on the platforms
 /// beamlet supports (x86-64 and AArch64 user space); push() checks it.
@@ -109,7 +112,7 @@ struct monitor_entry {
 
 /// Blocking state of a scoped_process.
 struct external_wait {
-  mutex mu;
+  local_mutex mu;
   std::condition_variable cv;
 };
 
@@ -207,8 +210,8 @@ struct proc {
   std::atomic<bool> timers_aimed{false};
   watcher_set watchers BEAMLET_GUARDED_BY(watchers_lock);
 
-  // -- registry (reg_name under the registry mutex) ----------------------------------------------
-  const std::string* reg_name = nullptr;
+  // -- registry (written under the name's shard lock; read under a pin) -------------------------
+  std::atomic<const registered_name*> reg_name{nullptr};
 
   // -- read by process_info from any thread; written before the table insert publishes it -----
   pid parent;  ///< who spawned it (null: an outside thread)

@@ -92,14 +92,18 @@ pin::pin(runtime_core& rt) noexcept {
 }
 
 void runtime_core::retire(proc* p) noexcept {
+  retire(p, &free_proc);
+}
+
+void runtime_core::retire(void* object, void (*free)(void*) noexcept) noexcept {
   worker* w = current_worker();
   try {
     if (w != nullptr && &w->sched.rt() == this)
-      epoch.retire(w->retired, p, &free_proc);
+      epoch.retire(w->retired, object, free);
     else
-      epoch.retire_shared(p, &free_proc);
+      epoch.retire_shared(object, free);
   } catch (...) {
-    // Could not record the retirement (out of memory): leak the process rather than free it
+    // Could not record the retirement (out of memory): leak the object rather than free it
     // while another thread may still read it.
   }
 }

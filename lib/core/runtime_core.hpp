@@ -35,6 +35,9 @@ class runtime_core {
 
   /// Retires a dead process's memory from whatever thread ended it.
   void retire(proc* p) noexcept;
+  /// Retires any object some thread may still read without a lock (a registry table, say):
+  /// `free` runs once every pinned thread has moved on.
+  void retire(void* object, void (*free)(void*) noexcept) noexcept;
 
   /// The runtime's time: the steady clock unless runtime_options::clock says otherwise.
   clock_time now() const noexcept {
@@ -54,7 +57,7 @@ class runtime_core {
   const bool uses_manual_clock;
   epoch_domain epoch;
   process_table table;
-  registry names;
+  registry names{*this};
   timer_service timers;
   scheduler sched;
 

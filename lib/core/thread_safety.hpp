@@ -6,8 +6,10 @@
 // Under GCC the attributes expand to nothing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 
@@ -31,11 +33,31 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
-/// std::mutex, as a capability the analysis knows.
-class BEAMLET_CAPABILITY("mutex") mutex {
+#if defined(BEAMLET_COUNT_LOCKS)
+inline constexpr bool lock_counting = true;
+#else
+inline constexpr bool lock_counting = false;
+#endif
+/// Acquisitions of the runtime's shared locks (beamlet/core/detail/lock_count.hpp); only
+/// BEAMLET_COUNT_LOCKS builds add to it.
+inline std::atomic<std::uint64_t> shared_locks_taken{0};
+inline void count_shared_lock() noexcept {
+  if constexpr (lock_counting) shared_locks_taken.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// std::mutex, as a capability the analysis knows. `Shared`: a lock the whole runtime contends
+/// on, which BEAMLET_COUNT_LOCKS builds count; `local_mutex` is one process's own.
+template <bool Shared>
+class BEAMLET_CAPABILITY("mutex") basic_mutex {
  public:
-  void lock() BEAMLET_ACQUIRE() { m_.lock(); }
-  bool try_lock() BEAMLET_TRY_ACQUIRE(true) { return m_.try_lock(); }
+  void lock() BEAMLET_ACQUIRE() {
+    if constexpr (Shared) count_shared_lock();
+    m_.lock();
+  }
+  bool try_lock() BEAMLET_TRY_ACQUIRE(true) {
+    if constexpr (Shared) count_shared_lock();
+    return m_.try_lock();
+  }
   void unlock() BEAMLET_RELEASE() { m_.unlock(); }
   /// The underlying mutex, for std::unique_lock in a condition-variable wait.
   std::mutex& native() noexcept { return m_; }
@@ -43,12 +65,17 @@ class BEAMLET_CAPABILITY("mutex") mutex {
  private:
   std::mutex m_;
 };
+using mutex = basic_mutex<true>;
+using local_mutex = basic_mutex<false>;
 
 /// std::recursive_mutex, as a capability (re-entry is the wrapped mutex's business; the
 /// analysis only checks that the lock is held where it is required).
 class BEAMLET_CAPABILITY("mutex") recursive_mutex {
  public:
-  void lock() BEAMLET_ACQUIRE() { m_.lock(); }
+  void lock() BEAMLET_ACQUIRE() {
+    count_shared_lock();
+    m_.lock();
+  }
   void unlock() BEAMLET_RELEASE() { m_.unlock(); }
 
  private:
@@ -68,11 +95,14 @@ class BEAMLET_SCOPED_CAPABILITY lock_guard {
   Mutex& m_;
 };
 
-/// std::unique_lock over detail::mutex, held from construction to destruction (a condition
+/// std::unique_lock over a detail::basic_mutex, held from construction to destruction (a condition
 /// variable's wait releases and retakes it inside), for the waits below.
 class BEAMLET_SCOPED_CAPABILITY unique_lock {
  public:
-  explicit unique_lock(mutex& m) BEAMLET_ACQUIRE(m) : lock_(m.native()) {}
+  template <bool Shared>
+  explicit unique_lock(basic_mutex<Shared>& m) BEAMLET_ACQUIRE(m) : lock_(m.native()) {
+    if constexpr (Shared) count_shared_lock();
+  }
   ~unique_lock() BEAMLET_RELEASE() = default;
   unique_lock(const unique_lock&) = delete;
   unique_lock& operator=(const unique_lock&) = delete;

@@ -1,5 +1,9 @@
-// spec §9: registered names (and §1.1 rule 5: sending to a name).
+// spec §9: registered names (and §1.1 rule 5: sending to a name), and the lock-free readers'
+// races with writers.
+#include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -116,6 +120,110 @@ TEST(Registry, NameNeverOutlivesProcess) {
     expect_exit(rt, a);
     EXPECT_EQ(rt.whereis("racy"), std::nullopt) << "iteration " << i;
   }
+}
+
+// Many names: every shard's table grows several times over; each name stays found with its
+// process, through the growth and after half of them are gone.
+TEST(Registry, ManyNamesGrowTheTablesAndStayFound) {
+  runtime rt;
+  constexpr int n = 5000;
+  std::vector<pid> owners;
+  for (int i = 0; i < n; ++i) {
+    owners.push_back(rt.spawn(park_forever));
+    ASSERT_FALSE(rt.register_name("n" + std::to_string(i), owners.back())) << i;
+  }
+  for (int i = 0; i < n; ++i) ASSERT_EQ(rt.whereis("n" + std::to_string(i)), owners[i]) << i;
+  for (int i = 0; i < n; i += 2) ASSERT_FALSE(rt.unregister_name("n" + std::to_string(i))) << i;
+  for (int i = 1; i < n; i += 2) rt.exit(owners[i], exit_reason::kill());
+  ASSERT_TRUE(eventually([&] { return rt.registered().empty(); }));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(rt.whereis("n" + std::to_string(i)), std::nullopt) << i;
+  // The even owners, unregistered, may take a name again.
+  EXPECT_FALSE(rt.register_name("again", owners[0]));
+  EXPECT_EQ(rt.registered_name(owners[0]), "again");
+}
+
+// Readers take no lock, so they must never miss a name that stays registered while writers
+// add, remove and re-add thousands of others beside it (tables growing under the readers),
+// and a churned name is either absent or its own process, never another's.
+TEST(Registry, ReadersNeverMissAStableNameWhileWritersChurn) {
+  runtime rt;
+  const pid stable = rt.spawn(park_forever);
+  ASSERT_FALSE(rt.register_name("stable", stable));
+  constexpr int churned = 2000;
+  std::vector<pid> owners;
+  for (int i = 0; i < churned; ++i) owners.push_back(rt.spawn(park_forever));
+  std::atomic<bool> stop{false};
+  std::atomic<long> misses{0};
+  std::atomic<long> wrong{0};
+  std::atomic<long> reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        if (rt.whereis("stable") != stable) misses.fetch_add(1);
+        const int k = (i * 7 + r) % churned;
+        const auto got = rt.whereis("c" + std::to_string(k));
+        if (got && *got != owners[k]) wrong.fetch_add(1);
+        reads.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < churned; ++i)
+      ASSERT_FALSE(rt.register_name("c" + std::to_string(i), owners[i])) << round << " " << i;
+    for (int i = 0; i < churned; ++i)
+      ASSERT_FALSE(rt.unregister_name("c" + std::to_string(i))) << round << " " << i;
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(misses.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(rt.registered(), std::vector<std::string>{"stable"});
+}
+
+// One process, two names in two threads at once (names of different shards take different
+// locks): exactly one registration wins, the other is told the process is already named.
+TEST(Registry, TwoNamesForOneProcessAtOnceOneWins) {
+  runtime rt;
+  for (int i = 0; i < 200; ++i) {
+    const pid p = rt.spawn(park_forever);
+    std::error_code ec1;
+    std::error_code ec2;
+    std::thread t1([&] { ec1 = rt.register_name("first" + std::to_string(i), p); });
+    std::thread t2([&] { ec2 = rt.register_name("second" + std::to_string(i), p); });
+    t1.join();
+    t2.join();
+    ASSERT_NE(!ec1, !ec2) << i << ": " << ec1.message() << " / " << ec2.message();
+    const std::error_code& lost = ec1 ? ec1 : ec2;
+    EXPECT_EQ(lost, errc::already_named) << i;
+    const auto name = rt.registered_name(p);
+    ASSERT_TRUE(name.has_value());
+    EXPECT_EQ(rt.whereis(*name), p);
+    rt.exit(p, exit_reason::kill());
+    ASSERT_TRUE(eventually([&] { return rt.whereis(*name) == std::nullopt; })) << i;
+  }
+}
+
+// An unregister, a re-registration and the owner's exit all at once: the name ends free, the
+// process's last name goes with it, nothing is left behind.
+TEST(Registry, UnregisterRacesTheOwnersExit) {
+  runtime rt;
+  for (int i = 0; i < 300; ++i) {
+    const pid p = rt.spawn(park_forever);
+    const std::string name = "racing" + std::to_string(i);
+    ASSERT_FALSE(rt.register_name(name, p));
+    std::thread unregister([&] {
+      (void)rt.unregister_name(name);
+      (void)rt.register_name(name + "b", p);
+    });
+    rt.exit(p, exit_reason::kill());
+    unregister.join();
+    ASSERT_TRUE(eventually([&] {
+      return rt.whereis(name) == std::nullopt && rt.whereis(name + "b") == std::nullopt;
+    })) << i;
+  }
+  EXPECT_TRUE(rt.registered().empty());
 }
 
 }  // namespace beamlet::test

@@ -1,0 +1,333 @@
+// bench/scaling: the runtime's hot paths at 1, 2, 4, ... schedulers, and oversubscribed.
+//
+// Each workload runs one independent unit of work per scheduler (a pair of processes, a
+// client and its server, ...), so a perfectly scalable runtime's throughput grows with the
+// schedulers until the machine's cores run out. Beside the throughput it prints how many times
+// the runtime's shared locks were taken per operation (beamlet/core/detail/lock_count.hpp), which
+// needs a library built with BEAMLET_COUNT_LOCKS=ON: a figure that does not depend on the
+// machine, so a 2-core run already shows which paths would serialise 64 cores. Both figures
+// cover only the measured window (between the go signal and the stop), not setup or teardown.
+//
+//   bench_scaling [--schedulers 1,2,4] [--seconds 2] [--workloads messaging,call,...]
+#include <beamlet/beamlet.hpp>
+#include <beamlet/core/detail/lock_count.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace beamlet;
+using namespace std::chrono_literals;
+
+struct go {};
+struct token {
+  std::int64_t n;
+};
+struct ack {};
+
+/// What the units share with the main thread: a stop flag and an operation count per unit
+/// (each written by one unit, read by the main thread).
+struct shared_state {
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint32_t> ready{0};
+  std::atomic<std::uint32_t> finished{0};
+  std::unique_ptr<std::atomic<std::uint64_t>[]> ops;
+  explicit shared_state(unsigned units)
+      : ops(std::make_unique<std::atomic<std::uint64_t>[]>(units)) {}
+
+  std::uint64_t total(unsigned units) const {
+    std::uint64_t sum = 0;
+    for (unsigned i = 0; i < units; ++i) sum += ops[i].load(std::memory_order_relaxed);
+    return sum;
+  }
+};
+
+/// One unit of a workload: the body of its driving process. It reports ready, waits for go,
+/// then does operations (counting each in `ops`) until `stop`.
+using unit_body = std::function<task<>(process& self, unsigned index, shared_state& s)>;
+
+void count(shared_state& s, unsigned index, std::uint64_t n = 1) {
+  auto& c = s.ops[index];
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+task<> wait_for_go(process& self, shared_state& s) {
+  s.ready.fetch_add(1, std::memory_order_acq_rel);
+  co_await self.receive(on<go>());
+}
+
+// -- the workloads ---------------------------------------------------------------------------
+
+// One message each way per round trip: two operations.
+task<> messaging(process& self, unsigned index, shared_state& s) {
+  const pid me = self.self();
+  const pid echo = self.spawn_link([me](process& e) -> task<> {
+    for (;;) {
+      auto m = co_await e.receive(on<token>());
+      e.send(me, token{m.get<token>().n});
+    }
+  });
+  co_await wait_for_go(self, s);
+  for (std::int64_t i = 0; !s.stop.load(std::memory_order_relaxed); ++i) {
+    self.send(echo, token{i});
+    co_await self.receive(on<token>());
+    count(s, index, 2);
+  }
+}
+
+// A round trip whose two receives each arm and cancel a timeout.
+task<> timed_receive(process& self, unsigned index, shared_state& s) {
+  const pid me = self.self();
+  const pid echo = self.spawn_link([me](process& e) -> task<> {
+    for (;;) {
+      auto m = co_await e.receive(on<token>(), after(1h));
+      if (m) e.send(me, token{m.get<token>().n});
+    }
+  });
+  co_await wait_for_go(self, s);
+  for (std::int64_t i = 0; !s.stop.load(std::memory_order_relaxed); ++i) {
+    self.send(echo, token{i});
+    co_await self.receive(on<token>(), after(1h));
+    count(s, index, 2);
+  }
+}
+
+// A spawn of a process that exits at once; every 64 spawns the last child acks, which keeps
+// the run queues short whatever the scheduling.
+task<> spawn(process& self, unsigned index, shared_state& s) {
+  const pid me = self.self();
+  co_await wait_for_go(self, s);
+  while (!s.stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < 63; ++i) self.spawn([](process&) -> task<> { co_return; });
+    self.spawn([me](process& c) -> task<> {
+      c.send(me, ack{});
+      co_return;
+    });
+    co_await self.receive(on<ack>());
+    count(s, index, 64);
+  }
+}
+
+struct get {
+  using reply_type = std::int64_t;
+};
+class counter : public gen_server<counter> {
+ public:
+  std::int64_t handle_call(const get&, from<std::int64_t>) { return ++n_; }
+
+ private:
+  std::int64_t n_ = 0;
+};
+
+// gen_server:call to the unit's own server (monitor, marked receive, demonitor).
+task<> gen_call(process& self, unsigned index, shared_state& s) {
+  const start_result started = co_await counter::start_link(self, {});
+  const server_ref<counter> server(started.pid());
+  co_await wait_for_go(self, s);
+  std::int64_t sum = 0;
+  while (!s.stop.load(std::memory_order_relaxed)) {
+    sum += co_await call(self, server, get{});
+    count(s, index);
+  }
+  if (sum < 0) std::abort();
+}
+
+// A send to a registered name, answered by pid: one named send per operation.
+task<> named_send(process& self, unsigned index, shared_state& s) {
+  const pid me = self.self();
+  const std::string name = "scaling_echo_" + std::to_string(index);
+  self.spawn_link([me, name](process& e) -> task<> {
+    if (const auto ec = e.register_name(name)) {
+      std::fprintf(stderr, "register_name: %s\n", ec.message().c_str());
+      std::abort();
+    }
+    e.send(me, ack{});
+    for (;;) {
+      auto m = co_await e.receive(on<token>());
+      e.send(me, token{m.get<token>().n});
+    }
+  });
+  co_await self.receive(on<ack>());
+  co_await wait_for_go(self, s);
+  for (std::int64_t i = 0; !s.stop.load(std::memory_order_relaxed); ++i) {
+    if (self.send(name, token{i})) std::abort();
+    co_await self.receive(on<token>());
+    count(s, index);
+  }
+}
+
+// monitor + demonitor of a live partner: one operation.
+task<> monitor_demonitor(process& self, unsigned index, shared_state& s) {
+  const pid partner = self.spawn_link([](process& p) -> task<> { co_await p.receive(on<go>()); });
+  co_await wait_for_go(self, s);
+  while (!s.stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < 16; ++i) {
+      const ref r = self.monitor(partner);
+      self.demonitor(r);
+    }
+    count(s, index, 16);
+  }
+}
+
+struct workload {
+  const char* name;
+  const char* unit;
+  unit_body body;
+};
+
+std::vector<workload> all_workloads() {
+  return {
+      {"messaging", "message", messaging},
+      {"spawn", "spawn", spawn},
+      {"timed_receive", "message", timed_receive},
+      {"call", "call", gen_call},
+      {"named_send", "send", named_send},
+      {"monitor", "monitor+demonitor", monitor_demonitor},
+  };
+}
+
+struct result {
+  double ops_per_s;
+  std::uint64_t ops;
+  std::uint64_t locks;
+};
+
+result run_one(const workload& w, unsigned schedulers, double seconds) {
+  runtime_options o;
+  o.schedulers = schedulers;
+  runtime rt(o);
+  const unsigned units = schedulers;
+  shared_state s(units);
+  std::vector<pid> drivers;
+  for (unsigned i = 0; i < units; ++i) {
+    drivers.push_back(rt.spawn([&w, &s, i](process& self) -> task<> {
+      co_await w.body(self, i, s);
+      s.finished.fetch_add(1, std::memory_order_acq_rel);
+      co_await self.receive(on<go>());  // stay, with the unit's partners linked, until shutdown
+    }));
+  }
+  while (s.ready.load(std::memory_order_acquire) < units) std::this_thread::sleep_for(1ms);
+
+  const std::uint64_t ops0 = s.total(units);
+  const std::uint64_t locks0 = detail::shared_lock_acquisitions();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const pid d : drivers) rt.send(d, go{});
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const std::uint64_t locks1 = detail::shared_lock_acquisitions();
+  const std::uint64_t ops1 = s.total(units);
+  const auto t1 = std::chrono::steady_clock::now();
+  s.stop.store(true, std::memory_order_relaxed);
+  while (s.finished.load(std::memory_order_acquire) < units) std::this_thread::sleep_for(1ms);
+
+  const double elapsed = std::chrono::duration<double>(t1 - t0).count();
+  return {static_cast<double>(ops1 - ops0) / elapsed, ops1 - ops0, locks1 - locks0};
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "bench_scaling: %s\n"
+               "usage: bench_scaling [--schedulers 1,2,4] [--seconds S] [--workloads a,b]\n"
+               "workloads: messaging spawn timed_receive call named_send monitor\n",
+               why);
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const unsigned hw = std::max(1U, std::thread::hardware_concurrency());
+  std::vector<unsigned> counts;
+  for (unsigned n = 1; n < hw; n *= 2) counts.push_back(n);
+  counts.push_back(hw);
+  counts.push_back(2 * hw);  // oversubscribed
+  double seconds = 2.0;
+  std::vector<workload> chosen = all_workloads();
+
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) usage(("missing value after " + arg).c_str());
+    const std::string value = argv[++i];
+    if (arg == "--seconds") {
+      seconds = std::strtod(value.c_str(), nullptr);
+      if (!(seconds > 0)) usage("--seconds must be positive");
+    } else if (arg == "--schedulers") {
+      counts.clear();
+      for (const std::string& c : split(value)) {
+        const long n = std::strtol(c.c_str(), nullptr, 10);
+        if (n < 1 || n > static_cast<long>(max_schedulers)) usage("bad scheduler count");
+        counts.push_back(static_cast<unsigned>(n));
+      }
+    } else if (arg == "--workloads") {
+      std::vector<workload> picked;
+      for (const std::string& name : split(value)) {
+        const auto all = all_workloads();
+        auto it =
+            std::find_if(all.begin(), all.end(), [&](const workload& w) { return name == w.name; });
+        if (it == all.end()) usage(("unknown workload " + name).c_str());
+        picked.push_back(*it);
+      }
+      chosen = picked;
+    } else {
+      usage(("unknown option " + arg).c_str());
+    }
+  }
+
+  const bool counting = detail::counts_shared_locks();
+  std::printf("bench_scaling: %u hardware threads, %.1f s a cell, shared locks %s\n", hw, seconds,
+              counting ? "counted" : "not counted (configure with -DBEAMLET_COUNT_LOCKS=ON)");
+  std::printf("%-14s %-18s %6s %14s %10s %14s\n", "workload", "operation", "sched", "ops/s",
+              "speedup", "locks/op");
+  struct lock_row {
+    const char* name;
+    std::uint64_t ops = 0;
+    std::uint64_t locks = 0;
+  };
+  std::vector<lock_row> lock_table;
+  for (const workload& w : chosen) {
+    double base = 0;
+    lock_row row{w.name};
+    for (const unsigned n : counts) {
+      const result r = run_one(w, n, seconds);
+      if (base == 0) base = r.ops_per_s;
+      row.ops += r.ops;
+      row.locks += r.locks;
+      char locks[32] = "-";
+      if (counting && r.ops > 0)
+        std::snprintf(locks, sizeof locks, "%.4f",
+                      static_cast<double>(r.locks) / static_cast<double>(r.ops));
+      std::printf("%-14s %-18s %6u %14.0f %9.2fx %14s\n", w.name, w.unit, n, r.ops_per_s,
+                  base > 0 ? r.ops_per_s / base : 0.0, locks);
+      std::fflush(stdout);
+    }
+    lock_table.push_back(row);
+  }
+  if (counting) {
+    std::printf("\nshared-lock acquisitions, all cells of a workload together:\n");
+    std::printf("%-14s %16s %14s %12s\n", "workload", "operations", "acquisitions", "per op");
+    for (const lock_row& row : lock_table)
+      std::printf(
+          "%-14s %16llu %14llu %12.6f\n", row.name, static_cast<unsigned long long>(row.ops),
+          static_cast<unsigned long long>(row.locks),
+          row.ops > 0 ? static_cast<double>(row.locks) / static_cast<double>(row.ops) : 0.0);
+  }
+  return 0;
+}
