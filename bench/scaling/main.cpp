@@ -103,17 +103,21 @@ task<> timed_receive(process& self, unsigned index, shared_state& s) {
   }
 }
 
-// A spawn of a process that exits at once; every 64 spawns the last child acks, which keeps
-// the run queues short whatever the scheduling.
+// A spawn of a process that exits at once, 64 at a time: the last of a wave to run acks, so
+// the spawner starts the next wave only when the children of this one have all run (the
+// run queues stay short whatever the scheduling).
 task<> spawn(process& self, unsigned index, shared_state& s) {
   const pid me = self.self();
+  auto left = std::make_shared<std::atomic<int>>(0);
   co_await wait_for_go(self, s);
   while (!s.stop.load(std::memory_order_relaxed)) {
-    for (int i = 0; i < 63; ++i) self.spawn([](process&) -> task<> { co_return; });
-    self.spawn([me](process& c) -> task<> {
-      c.send(me, ack{});
-      co_return;
-    });
+    left->store(64, std::memory_order_relaxed);
+    for (int i = 0; i < 64; ++i) {
+      self.spawn([me, left](process& c) -> task<> {
+        if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) c.send(me, ack{});
+        co_return;
+      });
+    }
     co_await self.receive(on<ack>());
     count(s, index, 64);
   }

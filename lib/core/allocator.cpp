@@ -1,8 +1,12 @@
 // Size-class allocator for nodes, frames and processes (see beamlet/core/detail/allocator.hpp).
 //
-// Per thread: one free list per 16-byte size class, no locks. A list that grows past two batches
+// Per thread: one free list per 16-byte size class, no locks. A list that grows past its limit
 // returns one batch to the central list of its class; an empty list takes a batch back, or
-// carves fresh blocks from a chunk. Blocks of one class are carved consecutively, which is what
+// carves fresh blocks from a chunk. The limit starts at two batches and grows by one batch
+// (up to max_batches_held) each time a list that gave a batch away has to take one back: a
+// thread that allocates and frees in waves (a spawner whose children exit later, a mailbox
+// filled then drained) settles where it takes no lock, while a list that only ever frees or
+// only ever allocates stays small. Blocks of one class are carved consecutively, which is what
 // keeps a freshly filled mailbox cache-friendly to scan. Memory is kept for reuse, never returned
 // to the operating system.
 #include <beamlet/core/detail/allocator.hpp>
@@ -81,6 +85,7 @@ constexpr std::size_t class_size(std::size_t c) noexcept {
 constexpr std::uint32_t batch_of(std::size_t c) noexcept {
   return static_cast<std::uint32_t>(std::clamp<std::size_t>(8192 / class_size(c), 8, 128));
 }
+constexpr std::uint32_t max_batches_held = 32;
 
 struct free_block {
   free_block* next;
@@ -120,6 +125,8 @@ struct thread_cache {
   struct bin {
     free_block* head;
     std::uint32_t count;
+    std::uint32_t limit;  ///< more blocks than this and one batch goes back (0 until registered)
+    bool gave_back;       ///< a batch went back since the last refill
   };
   bin bins[class_count];
   std::atomic<std::int64_t> live;  // written by the owner only; read by live_blocks()
@@ -135,6 +142,7 @@ constinit thread_local thread_cache tls_cache{};
   for (std::uint32_t i = 1; i < n; ++i) last = last->next;
   b.head = last->next;
   b.count -= n;
+  b.gave_back = true;
   last->next = nullptr;
   central_class& cc = central().classes[c];
   lock_guard lock(cc.mu);
@@ -171,6 +179,7 @@ struct cache_cleaner {
   central_state& cs = central();
   lock_guard lock(cs.caches_mu);
   cs.caches.push_back(&tc);
+  for (std::size_t c = 0; c < class_count; ++c) tc.bins[c].limit = 2 * batch_of(c);
   tc.registered = true;
 }
 
@@ -179,6 +188,10 @@ struct cache_cleaner {
 [[gnu::noinline]] void refill(std::size_t c, thread_cache::bin& b) {
   central_class& cc = central().classes[c];
   const std::uint32_t want = batch_of(c);
+  if (b.gave_back) {  // a wave: hold one batch more before giving back again
+    b.gave_back = false;
+    b.limit = std::min(b.limit + want, max_batches_held * want);
+  }
   {
     lock_guard lock(cc.mu);
     if (!cc.batches.empty()) {
@@ -256,7 +269,7 @@ struct cache_cleaner {
   auto* fb = static_cast<free_block*>(p);
   fb->next = b.head;
   b.head = fb;
-  if (++b.count > 2 * batch_of(c)) release_batch(c, b, batch_of(c));
+  if (++b.count > b.limit) release_batch(c, b, batch_of(c));
 }
 
 }  // namespace
@@ -285,7 +298,7 @@ void deallocate(void* p, std::size_t size) noexcept {
     fb->next = b.head;
     b.head = fb;
     tc.live.store(tc.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    if (++b.count > 2 * batch_of(c)) [[unlikely]]
+    if (++b.count > b.limit) [[unlikely]]
       release_batch(c, b, batch_of(c));
     return;
   }
