@@ -5,7 +5,8 @@
 // schedulers until the machine's cores run out. Beside the throughput it prints how many times
 // the runtime's shared locks were taken per operation (beamlet/core/detail/lock_count.hpp), which
 // needs a library built with BEAMLET_COUNT_LOCKS=ON: a figure that does not depend on the
-// machine, so a 2-core run already shows which paths would serialise 64 cores. Both figures
+// machine, so a 2-core run already shows which paths would serialise 64 cores. The count covers
+// the core's locks (lib/core); the network layer's own locks are not counted yet. Both figures
 // cover only the measured window (between the go signal and the stop), not setup or teardown.
 //
 //   bench_scaling [--schedulers 1,2,4] [--seconds 2] [--workloads messaging,call,...]
@@ -184,6 +185,44 @@ task<> monitor_demonitor(process& self, unsigned index, shared_state& s) {
   }
 }
 
+// A 64-byte echo over loopback: the unit's client sends, its own server (an accepted socket's
+// owner) receives and sends back. One round trip per operation, through the I/O thread.
+task<> socket_echo(process& self, unsigned index, shared_state& s) {
+  net::listen_options lo;
+  lo.accepted.framing = net::framing::prefix2;
+  lo.accepted.max_packet = 4096;
+  auto listener = net::listen(self, lo);
+  if (!listener) {
+    std::fprintf(stderr, "listen: %s\n", listener.error().message().c_str());
+    std::abort();
+  }
+  const std::uint16_t port = listener->port();
+  self.spawn_link([l = *listener](process& server) mutable -> task<> {
+    auto accepted = co_await net::accept(server, l);
+    if (!accepted) std::abort();
+    for (;;) {
+      auto packet = co_await net::recv(server, *accepted);
+      if (!packet || !co_await net::send(server, *accepted, *packet)) co_return;
+    }
+  });
+  net::socket_options o;
+  o.framing = net::framing::prefix2;
+  o.max_packet = 4096;
+  auto sock = co_await net::connect(self, "127.0.0.1", port, o, 5s);
+  if (!sock) {
+    std::fprintf(stderr, "connect: %s\n", sock.error().message().c_str());
+    std::abort();
+  }
+  const std::string payload(64, 'x');
+  co_await wait_for_go(self, s);
+  while (!s.stop.load(std::memory_order_relaxed)) {
+    if (!co_await net::send(self, *sock, payload)) std::abort();
+    auto back = co_await net::recv(self, *sock);
+    if (!back || back->size() != payload.size()) std::abort();
+    count(s, index);
+  }
+}
+
 struct workload {
   const char* name;
   const char* unit;
@@ -198,6 +237,7 @@ std::vector<workload> all_workloads() {
       {"call", "call", gen_call},
       {"named_send", "send", named_send},
       {"monitor", "monitor+demonitor", monitor_demonitor},
+      {"socket_echo", "64 B round trip", socket_echo},
   };
 }
 
@@ -250,7 +290,7 @@ std::vector<std::string> split(const std::string& text) {
   std::fprintf(stderr,
                "bench_scaling: %s\n"
                "usage: bench_scaling [--schedulers 1,2,4] [--seconds S] [--workloads a,b]\n"
-               "workloads: messaging spawn timed_receive call named_send monitor\n",
+               "workloads: messaging spawn timed_receive call named_send monitor socket_echo\n",
                why);
   std::exit(2);
 }
