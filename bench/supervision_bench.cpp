@@ -4,21 +4,11 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "common/counter_server.hpp"
 
 namespace beamlet::bench {
 
 namespace {
-
-struct get {
-  using reply_type = std::int64_t;
-};
-class counter : public gen_server<counter> {
- public:
-  std::int64_t handle_call(const get&, from<std::int64_t>) { return ++n_; }
-
- private:
-  std::int64_t n_ = 0;
-};
 
 /// The smallest useful child: a gen_server with no state, acked through proc_lib.
 class idle_worker : public gen_server<idle_worker> {};

@@ -13,6 +13,9 @@
 #include <beamlet/beamlet.hpp>
 #include <beamlet/core/detail/lock_count.hpp>
 
+#include "../common/cli.hpp"
+#include "../common/counter_server.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,8 +24,8 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -124,25 +127,14 @@ task<> spawn(process& self, unsigned index, shared_state& s) {
   }
 }
 
-struct get {
-  using reply_type = std::int64_t;
-};
-class counter : public gen_server<counter> {
- public:
-  std::int64_t handle_call(const get&, from<std::int64_t>) { return ++n_; }
-
- private:
-  std::int64_t n_ = 0;
-};
-
 // gen_server:call to the unit's own server (monitor, marked receive, demonitor).
 task<> gen_call(process& self, unsigned index, shared_state& s) {
-  const start_result started = co_await counter::start_link(self, {});
-  const server_ref<counter> server(started.pid());
+  const start_result started = co_await bench::counter::start_link(self, {});
+  const server_ref<bench::counter> server(started.pid());
   co_await wait_for_go(self, s);
   std::int64_t sum = 0;
   while (!s.stop.load(std::memory_order_relaxed)) {
-    sum += co_await call(self, server, get{});
+    sum += co_await call(self, server, bench::get{});
     count(s, index);
   }
   if (sum < 0) std::abort();
@@ -278,21 +270,14 @@ result run_one(const workload& w, unsigned schedulers, double seconds) {
   return {static_cast<double>(ops1 - ops0) / elapsed, ops1 - ops0, locks1 - locks0};
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) out.push_back(part);
-  return out;
-}
+constexpr const char* usage =
+    "usage: bench_scaling [--schedulers 1,2,4] [--seconds S] [--workloads a,b]\n"
+    "workloads: messaging spawn timed_receive call named_send monitor socket_echo\n";
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "bench_scaling: %s\n"
-               "usage: bench_scaling [--schedulers 1,2,4] [--seconds S] [--workloads a,b]\n"
-               "workloads: messaging spawn timed_receive call named_send monitor socket_echo\n",
-               why);
-  std::exit(2);
+workload find_workload(std::string_view name) {
+  for (const workload& w : all_workloads())
+    if (name == w.name) return w;
+  throw cli::error("--workloads: unknown workload '" + std::string(name) + "'");
 }
 
 }  // namespace
@@ -306,33 +291,26 @@ int main(int argc, char** argv) {
   double seconds = 2.0;
   std::vector<workload> chosen = all_workloads();
 
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) usage(("missing value after " + arg).c_str());
-    const std::string value = argv[++i];
-    if (arg == "--seconds") {
-      seconds = std::strtod(value.c_str(), nullptr);
-      if (!(seconds > 0)) usage("--seconds must be positive");
-    } else if (arg == "--schedulers") {
-      counts.clear();
-      for (const std::string& c : split(value)) {
-        const long n = std::strtol(c.c_str(), nullptr, 10);
-        if (n < 1 || n > static_cast<long>(max_schedulers)) usage("bad scheduler count");
-        counts.push_back(static_cast<unsigned>(n));
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (i + 1 >= argc) throw cli::error(std::string(arg) + ": needs a value");
+      const std::string_view value = argv[++i];
+      if (arg == "--seconds") {
+        seconds = cli::parse_number(arg, value, 0.01, 600);
+      } else if (arg == "--schedulers") {
+        counts = cli::parse_list(arg, value, [&](std::string_view c) {
+          return static_cast<unsigned>(cli::parse_count(arg, c, 1, max_schedulers));
+        });
+      } else if (arg == "--workloads") {
+        chosen = cli::parse_list(arg, value, find_workload);
+      } else {
+        throw cli::error(std::string(arg) + ": unknown option");
       }
-    } else if (arg == "--workloads") {
-      std::vector<workload> picked;
-      for (const std::string& name : split(value)) {
-        const auto all = all_workloads();
-        auto it =
-            std::find_if(all.begin(), all.end(), [&](const workload& w) { return name == w.name; });
-        if (it == all.end()) usage(("unknown workload " + name).c_str());
-        picked.push_back(*it);
-      }
-      chosen = picked;
-    } else {
-      usage(("unknown option " + arg).c_str());
     }
+  } catch (const cli::error& e) {
+    std::fprintf(stderr, "bench_scaling: %s\n%s", e.what(), usage);
+    return 2;
   }
 
   const bool counting = detail::counts_shared_locks();

@@ -25,19 +25,26 @@ void free_as(void* object) noexcept {
 registry::bucket_table::bucket_table(std::size_t buckets)
     : mask(buckets - 1), heads(std::make_unique<std::atomic<node*>[]>(buckets)) {}
 
+registry::bucket_table::~bucket_table() {
+  for (std::size_t b = 0; b <= mask; ++b)
+    for (node* n = heads[b].load(std::memory_order_relaxed); n != nullptr;) {
+      const std::unique_ptr<node> dead(n);
+      n = n->next.load(std::memory_order_relaxed);
+    }
+}
+
+void registry::bucket_table::push_front(node* n, std::memory_order order) noexcept {
+  std::atomic<node*>& head = heads[bucket_of(n->name->hash, mask)];
+  n->next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  head.store(n, order);
+}
+
 registry::~registry() {
   // No reader is left: the live tables, their nodes and the names they hold go now (what was
   // retired before went with the epochs).
   for (shard& s : shards_) {
     const std::unique_ptr<bucket_table> t(s.current.load(std::memory_order_relaxed));
-    if (!t) continue;
-    for (std::size_t b = 0; b <= t->mask; ++b) {
-      for (node* n = t->heads[b].load(std::memory_order_relaxed); n != nullptr;) {
-        const std::unique_ptr<node> dead(n);
-        n = n->next.load(std::memory_order_relaxed);
-        delete dead->name;  // NOLINT(cppcoreguidelines-owning-memory): the node owns its name
-      }
-    }
+    if (t) t->for_each([](node& n) { delete n.name; });  // a live node owns its name
   }
 }
 
@@ -54,46 +61,23 @@ registry::node* registry::find(const bucket_table* t, std::string_view name,
   return nullptr;
 }
 
-void registry::retire(void* object, void (*free)(void*) noexcept) const noexcept {
-  rt_.retire(object, free);
-}
-
 void registry::insert_locked(shard& s, const registered_name* name, pid owner) {
+  auto fresh = std::unique_ptr<node>(new node{name, owner});
   bucket_table* t = s.current.load(std::memory_order_relaxed);
   if (t == nullptr || s.count > t->mask) {
     // Full (or first use): copy into a table twice the size. Readers of the old one still see
     // every name it had; the old table and its nodes go once no reader can be on them.
     auto bigger =
         std::make_unique<bucket_table>(t == nullptr ? initial_buckets : 2 * (t->mask + 1));
-    std::vector<std::unique_ptr<node>> copies;
-    copies.reserve(s.count + 1);
     if (t != nullptr)
-      for (std::size_t b = 0; b <= t->mask; ++b)
-        for (node* n = t->heads[b].load(std::memory_order_relaxed); n != nullptr;
-             n = n->next.load(std::memory_order_relaxed))
-          copies.emplace_back(new node{n->name, n->owner});
-    for (std::unique_ptr<node>& c : copies) {
-      std::atomic<node*>& head = bigger->heads[bucket_of(c->name->hash, bigger->mask)];
-      c->next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      head.store(c.release(), std::memory_order_relaxed);
-    }
-    s.current.store(bigger.release(), std::memory_order_release);
-    if (t != nullptr) {
-      retire(t, [](void* object) noexcept {
-        const std::unique_ptr<bucket_table> old(static_cast<bucket_table*>(object));
-        for (std::size_t b = 0; b <= old->mask; ++b)
-          for (node* n = old->heads[b].load(std::memory_order_relaxed); n != nullptr;) {
-            const std::unique_ptr<node> dead(n);
-            n = n->next.load(std::memory_order_relaxed);
-          }
+      t->for_each([&](const node& n) {
+        bigger->push_front(new node{n.name, n.owner}, std::memory_order_relaxed);
       });
-    }
+    s.current.store(bigger.release(), std::memory_order_release);
+    if (t != nullptr) rt_.retire(t, &free_as<bucket_table>);
     t = s.current.load(std::memory_order_relaxed);
   }
-  std::unique_ptr<node> fresh(new node{name, owner});
-  std::atomic<node*>& head = t->heads[bucket_of(name->hash, t->mask)];
-  fresh->next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  head.store(fresh.release(), std::memory_order_release);
+  t->push_front(fresh.release(), std::memory_order_release);
   ++s.count;
 }
 
@@ -107,8 +91,8 @@ void registry::erase_locked(shard& s, const registered_name* name) {
       // A reader standing on n still reaches the rest of the chain through n->next.
       link->store(n->next.load(std::memory_order_relaxed), std::memory_order_release);
       --s.count;
-      retire(n, &free_as<node>);
-      retire(const_cast<registered_name*>(name), &free_as<registered_name>);
+      rt_.retire(n, &free_as<node>);
+      rt_.retire(const_cast<registered_name*>(name), &free_as<registered_name>);
       return;
     }
     link = &n->next;
@@ -126,11 +110,9 @@ std::error_code registry::register_name(std::string_view name, proc* p) {
   lock_guard lock(s.mu);
   if (find(s.current.load(std::memory_order_relaxed), name, hash) != nullptr) {
     // As Erlang: a process that already has a name is told so before a taken name is.
-    if (p->registration.load(std::memory_order_acquire) == reg_state::named)
-      return errc::already_named;
-    if (p->registration.load(std::memory_order_acquire) == reg_state::closed)
-      return errc::not_alive;
-    return errc::name_taken;
+    const reg_state st = p->registration.load(std::memory_order_acquire);
+    if (st == reg_state::named) return errc::already_named;
+    return st == reg_state::closed ? errc::not_alive : errc::name_taken;
   }
   // Races with the owner's exit (open -> closed) and with a registration of the same process
   // under a name of another shard: whoever moves the word first wins.
@@ -178,12 +160,8 @@ std::vector<std::pair<std::string, pid>> registry::entries() const {
   std::vector<std::pair<std::string, pid>> out;
   for (shard& s : shards_) {
     lock_guard lock(s.mu);
-    const bucket_table* t = s.current.load(std::memory_order_relaxed);
-    if (t == nullptr) continue;
-    for (std::size_t b = 0; b <= t->mask; ++b)
-      for (const node* n = t->heads[b].load(std::memory_order_relaxed); n != nullptr;
-           n = n->next.load(std::memory_order_relaxed))
-        out.emplace_back(n->name->text, n->owner);
+    if (const bucket_table* t = s.current.load(std::memory_order_relaxed))
+      t->for_each([&](const node& n) { out.emplace_back(n.name->text, n.owner); });
   }
   std::sort(out.begin(), out.end());
   return out;

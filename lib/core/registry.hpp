@@ -72,10 +72,24 @@ class registry {
     pid owner;
     std::atomic<node*> next{nullptr};
   };
-  /// A bucket array with the nodes chained from it; both immutable to readers once published,
-  /// except that a writer may unlink a node (readers standing on it still reach the rest).
+  /// A bucket array with the nodes chained from it, which it owns; both immutable to readers
+  /// once published, except that a writer may unlink a node (readers standing on it still
+  /// reach the rest).
   struct bucket_table {
     explicit bucket_table(std::size_t buckets);
+    ~bucket_table();
+    bucket_table(const bucket_table&) = delete;
+    bucket_table& operator=(const bucket_table&) = delete;
+    /// Links `n` at the head of its bucket; `order` publishes it (relaxed before the table is).
+    void push_front(node* n, std::memory_order order) noexcept;
+    /// Calls f(node&) for every node, for a writer or a table no reader can reach.
+    template <class F>
+    void for_each(F f) const {
+      for (std::size_t b = 0; b <= mask; ++b)
+        for (node* n = heads[b].load(std::memory_order_relaxed); n != nullptr;
+             n = n->next.load(std::memory_order_relaxed))
+          f(*n);
+    }
     std::size_t mask;
     std::unique_ptr<std::atomic<node*>[]> heads;
   };
@@ -95,8 +109,6 @@ class registry {
   void insert_locked(shard& s, const registered_name* name, pid owner) BEAMLET_REQUIRES(s.mu);
   /// Unlinks the node of `name` from `s` and retires the node and the name.
   void erase_locked(shard& s, const registered_name* name) BEAMLET_REQUIRES(s.mu);
-  /// Hands `object` to the epochs, or frees it at once where no reader can exist.
-  void retire(void* object, void (*free)(void*) noexcept) const noexcept;
 
   runtime_core& rt_;
   mutable shard shards_[shard_count];
