@@ -71,37 +71,32 @@ bool node_state::deposit(outbox& box, pid conn, std::string_view bytes, out_comm
   return true;
 }
 
-std::pair<std::shared_ptr<outbox>, pid> node_state::connection_for(std::string_view node) {
+bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_command* cmd) {
+  // The deposit is made under `mu`, shared for a connection in the table, exclusive for one we
+  // start: a connection leaves the table (under `mu`, exclusively) before it closes its outbox,
+  // so a box found in the table takes the command, and a connection that then fails answers it
+  // with noconnection. (Looking it up, letting go of `mu` and depositing afterwards could find
+  // the box closed by a connection that failed in between, however often it was tried.)
   {
     std::shared_lock lock(mu);
-    if (!running()) return {};
-    if (auto it = conns.find(node); it != conns.end()) return {it->second.box, it->second.process};
+    if (!running()) return false;
+    if (auto it = conns.find(node); it != conns.end())
+      return deposit(*it->second.box, it->second.process, bytes, cmd);
   }
   std::unique_lock lock(mu);
   const pid conn = ensure_connection_locked(std::string(node));
-  if (!conn) return {};
-  return {conns.find(node)->second.box, conn};
+  if (!conn) return false;
+  return deposit(*conns.find(node)->second.box, conn, bytes, cmd);
 }
 
 bool node_state::post(std::string_view node, out_command&& cmd) {
   // A plain packet needs no bookkeeping: it joins the bytes.
   const bool plain = cmd.what == out_command::kind::packet;
-  // Twice at most: a connection that ended between the lookup and the deposit is replaced.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto [box, conn] = connection_for(node);
-    if (!box) return false;
-    if (deposit(*box, conn, cmd.bytes, plain ? nullptr : &cmd)) return true;
-  }
-  return false;
+  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd);
 }
 
 bool node_state::post_bytes(std::string_view node, std::string_view bytes) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto [box, conn] = connection_for(node);
-    if (!box) return false;
-    if (deposit(*box, conn, bytes, nullptr)) return true;
-  }
-  return false;
+  return deposit_to(node, bytes, nullptr);
 }
 
 void node_state::post_stop(const std::string& node, std::string why) {

@@ -157,9 +157,9 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   bool packet_to(pid to, out_command::kind what, pid local, const term& control,
                  const term* message, std::uint64_t ref = 0);
 
-  /// The outbox and process of the connection for `node`, made if there is none ({} when the
-  /// node is not running or `node` is this one).
-  std::pair<std::shared_ptr<outbox>, pid> connection_for(std::string_view node);
+  /// Deposits into the outbox of the connection for `node`, made if there is none, under `mu`
+  /// (false when the node is not running or `node` is this one).
+  bool deposit_to(std::string_view node, std::string_view bytes, out_command* cmd);
   /// Appends to the connection's outbox (false: that connection has ended meanwhile).
   bool deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd);
 
