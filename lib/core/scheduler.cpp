@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "futex.hpp"
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 #include "spinlock.hpp"
@@ -55,6 +56,12 @@ worker* current_worker() noexcept {
   return tls_worker;
 }
 
+worker::worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept
+    : sched(s),
+      index(i),
+      rec(r),
+      timers(static_cast<std::uint16_t>(i), std::chrono::steady_clock::now()) {}
+
 void worker::push_back(proc* p) {
   if (!ring.push(p)) {
     // Ring full: move its older half, then p, to the global queue in one lock.
@@ -93,6 +100,7 @@ scheduler::scheduler(runtime_core& rt, unsigned workers) : rt_(rt) {
 
 scheduler::~scheduler() {
   stop();
+  for (auto& w : workers_) w->timers.discard();
   // Destroyed with the runtime core: no thread can reach a retired process any more.
   for (auto& w : workers_) rt_.epoch.free_all(w->retired);
 }
@@ -134,7 +142,7 @@ void scheduler::stop() noexcept {
     lock_guard lock(idle_mu_);
     for (worker* w : idle_) {
       w->sleep_word.store(1, std::memory_order_release);
-      w->sleep_word.notify_one();
+      futex_wake_one(w->sleep_word);
     }
     idle_.clear();
     sleepers_.store(0);
@@ -247,11 +255,13 @@ void scheduler::notify_one() {
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
     w->sleep_word.store(1, std::memory_order_release);
   }
-  w->sleep_word.notify_one();
+  futex_wake_one(w->sleep_word);
 }
 
 void scheduler::after_run(worker& w) {
   w.notified_early = false;
+  // The clock is read only while this thread has timers pending.
+  if (w.timers.active()) w.timers.poll(rt_);
   if (w.pushed) {
     w.pushed = false;
     if (w.ring.size() > 0) notify_one();
@@ -282,6 +292,10 @@ void scheduler::park(worker& w) {
   }
   spinning_.fetch_sub(1, std::memory_order_relaxed);
 
+  // A timeout due now is work; one due later bounds the sleep.
+  if (w.timers.active() && w.timers.poll(rt_) != 0) return;
+  const clock_time wake_by = w.timers.next_due();
+
   // Nothing to free may wait on us while we sleep: reclaim what we can, then go inactive.
   rt_.epoch.try_advance();
   rt_.epoch.collect(w.retired);
@@ -292,10 +306,23 @@ void scheduler::park(worker& w) {
     idle_.push_back(&w);
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  bool woken = false;
   if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) && w.ring.empty()) {
-    while (w.sleep_word.load(std::memory_order_acquire) == 0)
-      w.sleep_word.wait(0, std::memory_order_acquire);
-  } else {
+    for (;;) {
+      if (w.sleep_word.load(std::memory_order_acquire) != 0) {
+        woken = true;
+        break;
+      }
+      if (wake_by == clock_time::max()) {
+        futex_wait(w.sleep_word, 0, std::chrono::nanoseconds(-1));
+        continue;
+      }
+      const auto left = wake_by - std::chrono::steady_clock::now();
+      if (left <= clock_time::duration::zero()) break;  // a timer is due
+      futex_wait(w.sleep_word, 0, left);
+    }
+  }
+  if (!woken) {
     lock_guard lock(idle_mu_);
     if (auto it = std::find(idle_.begin(), idle_.end(), &w); it != idle_.end()) {
       idle_.erase(it);

@@ -12,8 +12,11 @@
 // spawned or woken from an outside thread waits at most about global_max_wait plus one run of
 // whatever process each worker is running (runs are bounded by the reduction budget).
 //
-// A worker with nothing to do spins briefly, then parks on a futex (std::atomic::wait) and uses
-// no CPU. Work pushed where a parked worker could take it wakes one, at most once per process run.
+// A worker with nothing to do spins briefly, then parks on a futex and uses no CPU, until work
+// pushed where it could take it wakes it (at most one wake-up per process run) or until the
+// earliest receive timeout in its own timer wheel is due (worker_timers.hpp). Between runs it
+// fires the timeouts that are due, reading the clock only while it has any pending (the
+// kernel's coarse clock first, a few ns, and the steady clock only when one may be due).
 #pragma once
 
 #include <atomic>
@@ -28,6 +31,7 @@
 #include "epoch.hpp"
 #include "run_queue.hpp"
 #include "thread_safety.hpp"
+#include "worker_timers.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -46,7 +50,7 @@ struct event_counters {
 
 class worker {
  public:
-  worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept : sched(s), index(i), rec(r) {}
+  worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept;
 
   scheduler& sched;
   const unsigned index;
@@ -62,6 +66,8 @@ class worker {
   std::uint64_t rng;
   std::atomic<std::uint32_t> sleep_word{0};
   std::thread thread;
+  /// The receive timeouts armed on this thread (worker_timers.hpp).
+  worker_timers timers;
   /// Written by this worker only (load + store); read by stats_of from any thread. On a line
   /// of its own: the fields above are read and written by the other workers (stealing,
   /// waking), and a counter sharing their line would make every bump a false-sharing miss.
@@ -104,6 +110,8 @@ class scheduler {
   void for_each_worker(F&& f) const {
     for (const auto& w : workers_) f(*w);
   }
+  /// The timers of worker `index` (for cancelling from another thread).
+  worker_timers& timers_of(std::uint16_t index) noexcept { return workers_[index]->timers; }
   std::size_t global_queued() const noexcept {
     return global_size_.load(std::memory_order_relaxed);
   }

@@ -11,6 +11,7 @@
 
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
+#include "scheduler.hpp"
 #include "signals.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -156,12 +157,29 @@ void timer_service::request_rearm(clock_time deadline) {
 }
 
 void timer_service::arm(timer_entry* e) {
+  if (!rt_.uses_manual_clock) {
+    worker* w = current_worker();
+    if (w != nullptr && &w->sched == &rt_.sched) {
+      w->timers.arm(e);
+      return;
+    }
+  }
+  e->owner = timer_entry::shared_owner;
   lock_guard lock(mu_);
   push_locked(e);
   if (e->heap_index == 0) request_rearm(e->deadline);
 }
 
-bool timer_service::cancel(timer_entry* e) noexcept {
+bool timer_service::cancel(timer_entry*& e) noexcept {
+  if (e->owner == timer_entry::shared_owner) return cancel_shared(e);
+  worker* w = current_worker();
+  if (w != nullptr && w->index == e->owner && &w->sched == &rt_.sched) return w->timers.cancel(e);
+  if (!rt_.sched.timers_of(e->owner).cancel_from_elsewhere(e)) return false;
+  e = nullptr;  // the owner frees it
+  return true;
+}
+
+bool timer_service::cancel_shared(timer_entry* e) noexcept {
   lock_guard lock(mu_);
   if (e->heap_index == timer_entry::not_queued) return false;
   remove_locked(e);
@@ -269,8 +287,10 @@ void timer_service::cancel_aimed_at(pid target) noexcept {
 }
 
 std::size_t timer_service::pending() const noexcept {
+  std::size_t n = 0;
+  rt_.sched.for_each_worker([&](const worker& w) { n += w.timers.pending(); });
   lock_guard lock(mu_);
-  return heap_.size();
+  return n + heap_.size();
 }
 
 // -- firing (timer thread)

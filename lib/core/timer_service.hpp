@@ -1,11 +1,14 @@
 // Receive timeouts and send_after timers.
 //
-// All pending timers of a runtime live in one binary min-heap guarded by a mutex; a single
-// Boost.Asio steady_timer on a dedicated thread sleeps until the earliest deadline. Millions of
-// pending timeouts are millions of heap entries, not OS timers, and an idle runtime's timer
-// thread sleeps without waking. Arming and cancelling are O(log n); each entry knows its heap
-// position, so a receive that completes before its timeout removes its entry at once instead of
-// leaving garbage behind.
+// A receive timeout is armed in the timer wheel of the scheduler thread running its process
+// (worker_timers.hpp): arming it and cancelling it there take no lock, and a cancel from another
+// scheduler hands the entry back to its owner without one. Everything else lives here, in one
+// binary min-heap guarded by a mutex, with a single Boost.Asio steady_timer on a dedicated
+// thread sleeping until the earliest deadline: send_after timers (cancelled by ref from any
+// thread, and by their target's exit), and under a manual clock every timer, so that advancing
+// the clock fires them all before it returns. Millions of pending timers are millions of
+// entries, not OS timers; each heap entry knows its position, so a timer cancelled before it
+// fires is removed at once instead of being left behind.
 //
 // A fired receive timeout is delivered as a signal into the process's inbox carrying the
 // receive's sequence number, so it races with messages exactly like any other signal and a
@@ -30,22 +33,12 @@
 
 #include "id_table.hpp"
 #include "thread_safety.hpp"
+#include "timer_entry.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 class runtime_core;
-
-struct timer_entry {
-  static constexpr std::uint32_t not_queued = std::numeric_limits<std::uint32_t>::max();
-  enum class kind : std::uint8_t { receive_timeout, send_after };
-
-  clock_time deadline{};
-  pid target;
-  std::uint32_t heap_index = not_queued;
-  std::uint32_t seq = 0;  ///< receive timeouts: which receive this is for
-  kind type = kind::receive_timeout;
-};
 
 class timer_service {
  public:
@@ -59,10 +52,14 @@ class timer_service {
   /// belong to their processes and are simply forgotten.
   void stop() noexcept;
 
-  /// Arms a receive timeout; `e` must stay valid until it fires or is cancelled.
+  /// Arms a receive timeout: in the calling scheduler's wheel, or here (a manual clock, or a
+  /// thread that is not one of this runtime's schedulers). `e` stays its process's, and valid
+  /// until it fires or is cancelled.
   void arm(timer_entry* e);
-  /// Removes `e` if it is still pending. Returns true if it was.
-  bool cancel(timer_entry* e) noexcept;
+  /// Cancels the receive timeout `e` if it is still pending; true if it was. Where another
+  /// scheduler's wheel holds it, that wheel takes it over and `e` becomes null: the process
+  /// makes a new entry for its next timeout.
+  bool cancel(timer_entry*& e) noexcept;
 
   /// Arms a timer delivering `msg` to `to` after `delay`. A target that is not alive (or the
   /// null pid) gets no timer: the message is dropped and the ref cancels nothing.
@@ -72,12 +69,14 @@ class timer_service {
   /// Cancels every send_after timer aimed at `target` (it is exiting).
   void cancel_aimed_at(pid target) noexcept;
 
+  /// Timers pending, here and in every scheduler's wheel.
   std::size_t pending() const noexcept;
 
  private:
   struct send_after_entry;
   struct impl;
 
+  bool cancel_shared(timer_entry* e) noexcept;
   void push_locked(timer_entry* e) BEAMLET_REQUIRES(mu_);
   void remove_locked(timer_entry* e) noexcept BEAMLET_REQUIRES(mu_);
   void sift_up(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);

@@ -65,7 +65,7 @@ class worker_timers {
   const std::uint16_t owner_;
   timer_wheel wheel_;
   // Written by the owner only (a load and a store); read by pending().
-  std::atomic<std::size_t> owned_{0};   ///< armed here and not yet ended by the owner
+  std::atomic<std::size_t> owned_{0};    ///< armed here and not yet ended by the owner
   std::atomic<std::size_t> drained_{0};  ///< handed-back entries freed
   // Written by other threads, on lines of their own.
   alignas(64) std::atomic<timer_entry*> handed_back_{nullptr};
