@@ -293,7 +293,7 @@ void scheduler::park(worker& w) {
   spinning_.fetch_sub(1, std::memory_order_relaxed);
 
   // A timeout due now is work; one due later bounds the sleep.
-  if (w.timers.active() && w.timers.poll(rt_) != 0) return;
+  if (w.timers.active() && w.timers.poll(rt_, worker_timers::clock_read::precise) != 0) return;
   const clock_time wake_by = w.timers.next_due();
 
   // Nothing to free may wait on us while we sleep: reclaim what we can, then go inactive.

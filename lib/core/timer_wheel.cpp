@@ -57,6 +57,8 @@ void timer_wheel::place(timer_entry* e, std::uint64_t tick) noexcept {
   const auto level = static_cast<unsigned>(63 - std::countl_zero(tick ^ elapsed_)) / slot_bits;
   if (level >= levels) {
     link(e, overflow_list);
+    // Looked at again when time enters the next top-level window (never: no deadline).
+    if (tick != never) next_tick_ = std::min(next_tick_, next_top_window());
     return;
   }
   const auto slot = static_cast<unsigned>((tick >> (slot_bits * level)) & (slots - 1));
@@ -84,7 +86,9 @@ void timer_wheel::remove(timer_entry* e) noexcept {
     occupied_[e->place / slots] &= ~(std::uint64_t{1} << (e->place % slots));
   e->place = timer_entry::unplaced;
   e->prev = e->next = nullptr;
-  --size_;
+  // An empty wheel has nothing to wait for: its owner must sleep without a deadline, not wake
+  // for the one just removed (later removals may leave next_tick_ early, never late).
+  if (--size_ == 0) next_tick_ = never;
 }
 
 timer_entry* timer_wheel::take(std::uint16_t where) noexcept {
@@ -127,6 +131,16 @@ void timer_wheel::recompute_next() noexcept {
     next_tick_ = start;
   else
     next_tick_ = never;
+  for (const timer_entry* e = lists_[overflow_list].head; e != nullptr; e = e->next) {
+    if (tick_ceil(e->deadline) != never) {
+      next_tick_ = std::min(next_tick_, next_top_window());
+      break;
+    }
+  }
+}
+
+std::uint64_t timer_wheel::next_top_window() const noexcept {
+  return ((elapsed_ >> (slot_bits * levels)) + 1) << (slot_bits * levels);
 }
 
 timer_entry* timer_wheel::expire(std::uint64_t now_tick) noexcept {

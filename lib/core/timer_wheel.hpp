@@ -6,8 +6,8 @@
 // the current level-L window, one slot per 64^L ticks. Inserting and removing are O(1) (a list
 // per slot, a bitmap per level); when time reaches a slot of a level above 0 its entries move
 // down ("cascade"), each at most once per level. Deadlines further away than the wheel's
-// range (clock_time::max(): no timeout) wait in an overflow list that is looked at again only
-// when time enters a new top-level window.
+// range wait in an overflow list that is looked at again when time enters the next top-level
+// window; clock_time::max() (no timeout) waits there for good.
 //
 // Not thread-safe: the owning scheduler thread does everything (worker_timers.hpp settles
 // cancellations from other threads).
@@ -85,6 +85,8 @@ class timer_wheel {
   /// The earliest occupied slot: its level and slot, and when it starts; false if none.
   bool earliest(unsigned& level, unsigned& slot, std::uint64_t& start) const noexcept;
   void recompute_next() noexcept;
+  /// Where the next top-level window starts (when the overflow list is looked at again).
+  std::uint64_t next_top_window() const noexcept;
 
   std::uint64_t elapsed_;  ///< every entry due by this tick has been taken out
   std::uint64_t next_tick_ = never;

@@ -16,8 +16,9 @@ namespace detail {
 
 namespace {
 // The coarse clock (the kernel's last tick: a few ns to read, against 25 or more for the steady
-// clock in a VM) runs at most one tick behind CLOCK_MONOTONIC, which steady_clock reads.
-// While it says the earliest timeout is further away than that, no precise read is needed: a
+// clock in a VM) trails CLOCK_MONOTONIC, which steady_clock reads, by about one kernel tick
+// (more when a tick is late). While it says the earliest timeout is further away than a
+// generous bound on that lag, no precise read is needed: a
 // call whose 5 s timeout is pending costs its scheduler no clock read between runs.
 std::int64_t coarse_now_ns() noexcept {
   timespec ts{};
@@ -87,17 +88,24 @@ void worker_timers::free_handed_back() noexcept {
     e = after;
   }
   if (n != 0) {
-    // drained_ first: a reader between the two stores counts one entry too few, not too many.
-    bump(drained_, static_cast<std::ptrdiff_t>(n));
+    // owned_ first, drained_ released after it: pending() reads drained_ (acquire) before
+    // owned_, so a reader in between counts these entries neither as owned nor as drained
+    // (it may count too few for a moment, never too many).
     bump(owned_, -static_cast<std::ptrdiff_t>(n));
+    drained_.store(drained_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
 }
 
-std::size_t worker_timers::poll(runtime_core& rt) noexcept {
+std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
   if (handed_back_.load(std::memory_order_relaxed) != nullptr) free_handed_back();
   if (wheel_.empty()) return 0;
   const clock_time due = timer_wheel::time_of(wheel_.next_tick());
-  if (coarse_now_ns() + coarse_lag_ns() < due.time_since_epoch().count()) return 0;
+  // Two ticks of the coarse clock and a millisecond of margin: it can trail by more than its
+  // resolution (a late tick). A wrong skip only delays a firing to the next run or the park,
+  // which reads precisely.
+  if (how == clock_read::coarse &&
+      coarse_now_ns() + 2 * coarse_lag_ns() + 1'000'000 < due.time_since_epoch().count())
+    return 0;
   const std::uint64_t now = timer_wheel::tick_floor(std::chrono::steady_clock::now());
   if (now < wheel_.next_tick()) return 0;
   std::size_t fired = 0;
@@ -138,7 +146,7 @@ void worker_timers::discard() noexcept {
 }
 
 std::size_t worker_timers::pending() const noexcept {
-  const std::size_t drained = drained_.load(std::memory_order_relaxed);
+  const std::size_t drained = drained_.load(std::memory_order_acquire);
   const std::size_t owned = owned_.load(std::memory_order_relaxed);
   const std::size_t handed = handed_back_count_.load(std::memory_order_relaxed);
   const std::size_t waiting = handed > drained ? handed - drained : 0;  // cancelled, not freed

@@ -40,10 +40,16 @@ class worker_timers {
   bool active() const noexcept {
     return !wheel_.empty() || handed_back_.load(std::memory_order_relaxed) != nullptr;
   }
+  /// How poll() reads the time: `coarse` looks at the kernel's coarse clock first and skips
+  /// the steady clock while nothing can be due (between runs); `precise` always reads the
+  /// steady clock (before sleeping, when a deadline may have just passed).
+  enum class clock_read : bool { coarse, precise };
   /// Frees what was handed back and fires what is due; returns how many fired.
-  std::size_t poll(runtime_core& rt) noexcept;
+  std::size_t poll(runtime_core& rt, clock_read how = clock_read::coarse) noexcept;
   /// When the earliest pending entry may be due (clock_time::max() if none).
-  clock_time next_due() const noexcept { return timer_wheel::time_of(wheel_.next_tick()); }
+  clock_time next_due() const noexcept {
+    return wheel_.empty() ? clock_time::max() : timer_wheel::time_of(wheel_.next_tick());
+  }
   /// Shutdown, with the owner stopped: frees what was handed back and forgets the rest (those
   /// entries belong to their processes).
   void discard() noexcept;

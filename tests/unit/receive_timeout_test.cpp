@@ -1,6 +1,7 @@
 // Receive timeouts live in the timer wheel of the scheduler that armed them: these tests drive
 // the wheel at scale, and the cancels that cross from one scheduler to another.
 #include <pthread.h>
+#include <time.h>
 
 #include <memory>
 #include <random>
@@ -16,6 +17,12 @@ namespace {
 struct poke {
   int n;
 };
+
+double cpu_seconds_used() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 std::string thread_name() {
   char name[32] = {};
@@ -173,6 +180,39 @@ TEST(ReceiveTimeouts, IdleSchedulerWakesForItsTimer) {
       if (!m) ++timed_out;
     });
   EXPECT_TRUE(eventually([&] { return timed_out.load() == 8; }));
+}
+
+// Timeouts that are cancelled before they fire (calls answered in time) leave their
+// schedulers' wheels empty, and an empty wheel has nothing to wake its scheduler for: the
+// runtime idles at no CPU, as it does without timers (Scheduler.IdleRuntimeUsesNoCpu).
+TEST(ReceiveTimeouts, AnsweredTimeoutsLeaveTheRuntimeIdle) {
+  runtime rt({.schedulers = 4});
+  std::atomic<int> ended{0};
+  const pid echo = rt.spawn([](process& self) -> task<> {
+    for (;;) {
+      auto m = co_await self.receive(on<pid>());
+      self.send(m.get<pid>(), poke{1});
+    }
+  });
+  // Short timeouts (answered in microseconds; one that fires under load changes nothing), so
+  // that the idle period measured below starts after every one of them would have been due.
+  for (int i = 0; i < 16; ++i)
+    (void)rt.spawn([&, echo](process& self) -> task<> {
+      for (int r = 0; r < 100; ++r) {
+        self.send(echo, self.self());
+        if (!co_await self.receive(on<poke>(), after(100ms)))
+          (void)co_await self.receive(on<poke>());
+        ++ended;
+      }
+      co_await self.receive(on<int>());  // park without a timeout
+    });
+  ASSERT_TRUE(eventually([&] { return ended.load() == 1600; }));
+  EXPECT_EQ(rt.pending_timers(), 0u);
+  std::this_thread::sleep_for(300ms);  // past every deadline; the schedulers park
+  const double before = cpu_seconds_used();
+  std::this_thread::sleep_for(500ms);
+  const double used = cpu_seconds_used() - before;
+  EXPECT_LT(used, 0.02) << "an idle runtime used " << used << " s of CPU in 0.5 s";
 }
 
 // Shutting down with receives parked on timeouts in every scheduler's wheel: the exits cancel
