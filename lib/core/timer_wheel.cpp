@@ -143,16 +143,24 @@ std::uint64_t timer_wheel::next_top_window() const noexcept {
   return ((elapsed_ >> (slot_bits * levels)) + 1) << (slot_bits * levels);
 }
 
-timer_entry* timer_wheel::expire(std::uint64_t now_tick) noexcept {
-  chain out;
-  std::size_t taken = 0;
-  for (timer_entry* e = take(due_list); e != nullptr;) {
+void timer_wheel::settle(timer_entry* e, chain& out) noexcept {
+  while (e != nullptr) {
     timer_entry* const after = e->next;
-    e->place = timer_entry::unplaced;
-    out.append(e);
-    ++taken;
+    const std::uint64_t tick = tick_ceil(e->deadline);
+    if (tick <= elapsed_) {
+      e->place = timer_entry::unplaced;
+      out.append(e);
+      --size_;
+    } else {
+      place(e, tick);  // a lower level, or back into the overflow list
+    }
     e = after;
   }
+}
+
+timer_entry* timer_wheel::expire(std::uint64_t now_tick) noexcept {
+  chain out;
+  settle(take(due_list), out);
   const std::uint64_t top_window_before = elapsed_ >> (slot_bits * levels);
   for (;;) {
     unsigned level = 0;
@@ -160,36 +168,10 @@ timer_entry* timer_wheel::expire(std::uint64_t now_tick) noexcept {
     std::uint64_t start = 0;
     if (!earliest(level, slot, start) || start > now_tick) break;
     elapsed_ = std::max(elapsed_, start);
-    for (timer_entry* e = take(static_cast<std::uint16_t>(level * slots + slot)); e != nullptr;) {
-      timer_entry* const after = e->next;
-      const std::uint64_t tick = tick_ceil(e->deadline);
-      if (tick <= elapsed_) {
-        e->place = timer_entry::unplaced;
-        out.append(e);
-        ++taken;
-      } else {
-        place(e, tick);  // cascade to a lower level
-      }
-      e = after;
-    }
+    settle(take(static_cast<std::uint16_t>(level * slots + slot)), out);
   }
   elapsed_ = std::max(elapsed_, now_tick);
-  if (lists_[overflow_list].head != nullptr &&
-      (elapsed_ >> (slot_bits * levels)) != top_window_before) {
-    for (timer_entry* e = take(overflow_list); e != nullptr;) {
-      timer_entry* const after = e->next;
-      const std::uint64_t tick = tick_ceil(e->deadline);
-      if (tick <= elapsed_) {
-        e->place = timer_entry::unplaced;
-        out.append(e);
-        ++taken;
-      } else {
-        place(e, tick);
-      }
-      e = after;
-    }
-  }
-  size_ -= taken;
+  if ((elapsed_ >> (slot_bits * levels)) != top_window_before) settle(take(overflow_list), out);
   recompute_next();
   return out.head;
 }

@@ -43,7 +43,6 @@ class timer_wheel {
   static clock_time time_of(std::uint64_t tick) noexcept;
 
   bool empty() const noexcept { return size_ == 0; }
-  std::size_t size() const noexcept { return size_; }
   /// The earliest tick at which expire() may have something to do (never when empty). It may
   /// be early after removals; expire() then finds nothing and computes it again.
   std::uint64_t next_tick() const noexcept { return next_tick_; }
@@ -80,6 +79,9 @@ class timer_wheel {
   /// Where `tick` goes, seen from elapsed_; updates next_tick_.
   void place(timer_entry* e, std::uint64_t tick) noexcept;
   void link(timer_entry* e, std::uint16_t where) noexcept;
+  /// Moves each entry of the detached list `e` to `out` if it is due by elapsed_, or places it
+  /// again.
+  void settle(timer_entry* e, chain& out) noexcept;
   /// Detaches the whole list `where` and returns its first entry.
   timer_entry* take(std::uint16_t where) noexcept;
   /// The earliest occupied slot: its level and slot, and when it starts; false if none.

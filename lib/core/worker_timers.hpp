@@ -62,8 +62,6 @@ class worker_timers {
   /// Entries pending (approximate while they change).
   std::size_t pending() const noexcept;
 
-  std::uint16_t index() const noexcept { return owner_; }
-
  private:
   void free_handed_back() noexcept;
   static void free_entry(timer_entry* e) noexcept;

@@ -24,6 +24,14 @@ double cpu_seconds_used() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// Answers each pid it receives with a poke.
+task<> echo_pokes(process& self) {
+  for (;;) {
+    auto m = co_await self.receive(on<pid>());
+    self.send(m.get<pid>(), poke{1});
+  }
+}
+
 std::string thread_name() {
   char name[32] = {};
   ::pthread_getname_np(::pthread_self(), name, sizeof name);
@@ -138,12 +146,7 @@ TEST(ReceiveTimeouts, FiringRacesCancelling) {
   std::atomic<int> finished{0};
   scoped_process me(rt);
   for (int k = 0; k < pairs; ++k) {
-    const pid echo = me.spawn([](process& self) -> task<> {
-      for (;;) {
-        auto m = co_await self.receive(on<pid>());
-        self.send(m.get<pid>(), poke{1});
-      }
-    });
+    const pid echo = me.spawn(echo_pokes);
     (void)me.spawn([&, echo, k](process& self) -> task<> {
       std::minstd_rand rng(static_cast<unsigned>(k) + 7);
       for (int r = 0; r < rounds; ++r) {
@@ -188,12 +191,7 @@ TEST(ReceiveTimeouts, IdleSchedulerWakesForItsTimer) {
 TEST(ReceiveTimeouts, AnsweredTimeoutsLeaveTheRuntimeIdle) {
   runtime rt({.schedulers = 4});
   std::atomic<int> ended{0};
-  const pid echo = rt.spawn([](process& self) -> task<> {
-    for (;;) {
-      auto m = co_await self.receive(on<pid>());
-      self.send(m.get<pid>(), poke{1});
-    }
-  });
+  const pid echo = rt.spawn(echo_pokes);
   // Short timeouts (answered in microseconds; one that fires under load changes nothing), so
   // that the idle period measured below starts after every one of them would have been due.
   for (int i = 0; i < 16; ++i)
@@ -208,7 +206,13 @@ TEST(ReceiveTimeouts, AnsweredTimeoutsLeaveTheRuntimeIdle) {
     });
   ASSERT_TRUE(eventually([&] { return ended.load() == 1600; }));
   EXPECT_EQ(rt.pending_timers(), 0u);
-  std::this_thread::sleep_for(300ms);  // past every deadline; the schedulers park
+  // Real time, and it cannot flake: the stale-deadline bug this guards against wakes a scheduler
+  // once its cancelled timeout's deadline has passed, and every one of them (100 ms after its
+  // receive, all before `ended` reached 1600) has passed 300 ms later; the CPU used in the
+  // next 0.5 s is then the runtime's idle cost, whatever the machine's load (a thread's CPU
+  // time does not grow while it waits for a core), the window Scheduler.IdleRuntimeUsesNoCpu
+  // measures too.
+  std::this_thread::sleep_for(300ms);
   const double before = cpu_seconds_used();
   std::this_thread::sleep_for(500ms);
   const double used = cpu_seconds_used() - before;
