@@ -183,8 +183,13 @@ TEST(AcceptorPool, DrainStopsAcceptingAndWaitsForTheConnections) {
     drained = (co_await net::acceptor_pool::drain(self, "drained", 10s)) ? 1 : 0;
   });
   ASSERT_TRUE(eventually([&] { return !net::acceptor_pool::stats(rt, "drained")->accepting; }));
+  // Refused, or accepted and closed by the acceptor that finds the pool draining. Not "at once":
+  // on a loaded machine the acceptor's turn can take a while, so the limit is the default one.
   raw_client late;
-  EXPECT_FALSE(late.connect(port) && !late.closed_by_peer(1s));  // refused, or closed at once
+  const bool connected = late.connect(port);
+  EXPECT_FALSE(connected && !late.closed_by_peer())
+      << "connections refused by the pool so far: "
+      << net::acceptor_pool::stats(rt, "drained")->refused;
   // The open connections still work, and the drain ends when they do.
   a.send("still\n");
   EXPECT_EQ(a.recv_exact(6), "still\n");
