@@ -7,17 +7,28 @@
 // thread that allocates and frees in waves (a spawner whose children exit later, a mailbox
 // filled then drained) settles where it takes no lock, while a list that only ever frees or
 // only ever allocates stays small. Blocks of one class are carved consecutively, which is what
-// keeps a freshly filled mailbox cache-friendly to scan. Memory is kept for reuse, never returned
-// to the operating system.
+// keeps a freshly filled mailbox cache-friendly to scan.
+//
+// Memory goes back to the operating system after a spike, off every allocation path: a
+// scheduler about to sleep calls trim_when_idle(), which (when enough has come free) hands its
+// own cache back and, at most once a second, trims: each class's central list is walked once,
+// the chunks whose every carved block is free are unmapped, and malloc is asked to trim too (the
+// blocks over 1 KiB and the containers live there). Chunks are aligned to their size, so a
+// block's chunk is its address rounded down, and a chunk's first bytes count its carved blocks.
 #include <beamlet/core/detail/allocator.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <vector>
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "thread_safety.hpp"
 
@@ -55,6 +66,21 @@ std::int64_t live_blocks() noexcept {
   return g_live.load(std::memory_order_relaxed);
 }
 
+std::chrono::nanoseconds trim_when_idle() noexcept {
+  return std::chrono::nanoseconds::max();
+}
+
+std::size_t trim_memory() noexcept {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+  return 0;
+}
+
+allocator_stats allocator_statistics() noexcept {
+  return {};
+}
+
 #else
 
 constexpr std::size_t granule = 16;
@@ -62,18 +88,42 @@ constexpr std::size_t max_small = 1024;
 constexpr std::size_t class_count = max_small / granule;
 constexpr std::size_t chunk_bytes = std::size_t{256} * 1024;
 
-// Chunks are mapped with their pages already populated: a process that grows (a supervisor
-// adding children, a mailbox filling up) would otherwise take one page fault per 4 KiB it
-// touches, which costs more than the allocations themselves. One mmap call populates the
-// whole chunk.
-void* new_chunk() {
-  void* p = ::mmap(nullptr, chunk_bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  return p;
+// A chunk starts with its bookkeeping; its blocks follow, all of one class.
+struct chunk_meta {
+  std::uint32_t carved;     ///< blocks carved from this chunk so far
+  std::uint32_t seen_free;  ///< a trim pass's tally of this chunk's free blocks
+};
+constexpr std::size_t chunk_header = 64;
+constexpr std::uint32_t dying_chunk = UINT32_MAX;  // seen_free of a chunk a trim pass releases
+
+chunk_meta* meta_of(const void* block) noexcept {
+  const std::size_t offset = reinterpret_cast<std::uintptr_t>(block) & (chunk_bytes - 1);
+  return reinterpret_cast<chunk_meta*>(const_cast<char*>(static_cast<const char*>(block)) - offset);
 }
-void free_chunk(void* p) noexcept {
-  ::munmap(p, chunk_bytes);
+
+// Chunks come with their pages already populated: a process that grows (a supervisor adding
+// children, a mailbox filling up) would otherwise take one page fault per 4 KiB it touches,
+// which costs more than the allocations themselves. Twice the size is reserved so that an
+// aligned chunk fits; the rest is unmapped at once.
+chunk_meta* new_chunk() {
+  constexpr std::size_t reserve = 2 * chunk_bytes;
+  void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  char* const start = static_cast<char*>(p);
+  const std::size_t skip =
+      (chunk_bytes - (reinterpret_cast<std::uintptr_t>(p) & (chunk_bytes - 1))) & (chunk_bytes - 1);
+  char* const chunk = start + skip;
+  if (skip > 0) ::munmap(start, skip);
+  if (const std::size_t tail = reserve - skip - chunk_bytes; tail > 0)
+    ::munmap(chunk + chunk_bytes, tail);
+#if defined(MADV_POPULATE_WRITE)
+  // Before Linux 5.14 this fails, and the pages come one fault at a time instead.
+  (void)::madvise(chunk, chunk_bytes, MADV_POPULATE_WRITE);
+#endif
+  return ::new (chunk) chunk_meta{0, 0};
+}
+void free_chunk(chunk_meta* m) noexcept {
+  ::munmap(m, chunk_bytes);
 }
 
 constexpr std::size_t class_of(std::size_t size) noexcept {
@@ -101,15 +151,23 @@ struct batch {
 struct central_class {
   mutex mu;
   std::vector<batch> batches BEAMLET_GUARDED_BY(mu);
-  char* bump BEAMLET_GUARDED_BY(mu) = nullptr;  // carving position in the current chunk
+  std::size_t free_blocks BEAMLET_GUARDED_BY(mu) = 0;      // in batches
+  std::vector<chunk_meta*> chunks BEAMLET_GUARDED_BY(mu);  // carved for this class
+  char* bump BEAMLET_GUARDED_BY(mu) = nullptr;             // carving position in the current chunk
   char* bump_end BEAMLET_GUARDED_BY(mu) = nullptr;
 };
 
 struct central_state {
   central_class classes[class_count];
-  mutex chunks_mu;
-  // Kept reachable for leak checkers; freed never.
-  std::vector<void*> chunks BEAMLET_GUARDED_BY(chunks_mu);
+  // What trimming goes by (bytes): chunks mapped, blocks free in the central lists, large
+  // blocks freed to malloc since the last trim, and the free bytes the last trim could not
+  // release (their chunks still hold a live block).
+  std::atomic<std::int64_t> mapped{0};
+  std::atomic<std::int64_t> central_free{0};
+  std::atomic<std::int64_t> large_freed{0};
+  std::atomic<std::int64_t> trim_floor{0};
+  std::atomic<std::int64_t> last_trim_ns{INT64_MIN / 2};
+  mutex trim_mu;  // one trim at a time; others skip
   std::atomic<std::int64_t> exited_live{0};
   mutex caches_mu;
   std::vector<struct thread_cache*> caches BEAMLET_GUARDED_BY(caches_mu);
@@ -130,6 +188,7 @@ struct thread_cache {
   };
   bin bins[class_count];
   std::atomic<std::int64_t> live;  // written by the owner only; read by live_blocks()
+  std::int64_t large_freed;        // bytes of large blocks freed, not yet added to the total
   bool registered;
 };
 
@@ -144,10 +203,14 @@ constinit thread_local thread_cache tls_cache{};
   b.count -= n;
   b.gave_back = true;
   last->next = nullptr;
-  central_class& cc = central().classes[c];
+  central_state& cs = central();
+  central_class& cc = cs.classes[c];
   lock_guard lock(cc.mu);
   try {
     cc.batches.push_back({head, n});
+    cc.free_blocks += n;
+    cs.central_free.fetch_add(static_cast<std::int64_t>(n * class_size(c)),
+                              std::memory_order_relaxed);
   } catch (...) {
     // Could not grow the vector: keep the blocks in the thread cache instead.
     last->next = b.head;
@@ -186,8 +249,10 @@ struct cache_cleaner {
 // Slow path: refill the bin of class c with a batch. Out of line, so that allocate()'s fast
 // path is a few instructions with no registers to save.
 [[gnu::noinline]] void refill(std::size_t c, thread_cache::bin& b) {
-  central_class& cc = central().classes[c];
+  central_state& cs = central();
+  central_class& cc = cs.classes[c];
   const std::uint32_t want = batch_of(c);
+  const std::size_t sz = class_size(c);
   if (b.gave_back) {  // a wave: hold one batch more before giving back again
     b.gave_back = false;
     b.limit = std::min(b.limit + want, max_batches_held * want);
@@ -197,29 +262,25 @@ struct cache_cleaner {
     if (!cc.batches.empty()) {
       batch bt = cc.batches.back();
       cc.batches.pop_back();
+      cc.free_blocks -= bt.count;
+      cs.central_free.fetch_sub(static_cast<std::int64_t>(bt.count * sz),
+                                std::memory_order_relaxed);
       b.head = bt.head;
       b.count = bt.count;
       return;
     }
-    const std::size_t sz = class_size(c);
     if (cc.bump == nullptr || static_cast<std::size_t>(cc.bump_end - cc.bump) < sz * want) {
-      void* chunk = new_chunk();
-      {
-        central_state& cs = central();
-        lock_guard chunks_lock(cs.chunks_mu);
-        try {
-          cs.chunks.push_back(chunk);
-        } catch (...) {
-          free_chunk(chunk);
-          throw;
-        }
-      }
-      cc.bump = static_cast<char*>(chunk);
-      cc.bump_end = cc.bump + chunk_bytes;
+      cc.chunks.reserve(cc.chunks.size() + 1);  // may throw: before the chunk exists
+      chunk_meta* chunk = new_chunk();
+      cc.chunks.push_back(chunk);
+      cs.mapped.fetch_add(static_cast<std::int64_t>(chunk_bytes), std::memory_order_relaxed);
+      cc.bump = reinterpret_cast<char*>(chunk) + chunk_header;
+      cc.bump_end = reinterpret_cast<char*>(chunk) + chunk_bytes;
     }
     // Carve in address order, so consecutive allocations are adjacent in memory.
     char* p = cc.bump;
     cc.bump += sz * want;
+    meta_of(p)->carved += want;
     free_block* head = nullptr;
     for (std::uint32_t i = want; i-- > 0;) {
       auto* fb = reinterpret_cast<free_block*>(p + i * sz);
@@ -230,6 +291,103 @@ struct cache_cleaner {
     b.count = want;
   }
 }
+
+// Hands every block of this thread's cache to the central lists, and lets the bins start small
+// again (a wave that has ended should not keep its reserve).
+void flush_cache(thread_cache& tc) noexcept {
+  if (!tc.registered) return;
+  for (std::size_t c = 0; c < class_count; ++c) {
+    auto& b = tc.bins[c];
+    while (b.count > 0) release_batch(c, b, std::min(b.count, batch_of(c)));
+    b.limit = 2 * batch_of(c);
+    b.gave_back = false;
+  }
+}
+
+// Unmaps the chunks of class c whose every carved block sits in the central list, and keeps the
+// other blocks there, in batches again. Returns the bytes unmapped.
+std::size_t trim_class(std::size_t c) noexcept {
+  central_state& cs = central();
+  central_class& cc = cs.classes[c];
+  const std::size_t sz = class_size(c);
+  const std::uint32_t want = batch_of(c);
+  std::vector<chunk_meta*> dying;
+  {
+    lock_guard lock(cc.mu);
+    if (cc.free_blocks * sz < chunk_bytes - chunk_header) return 0;  // not a chunk's worth
+    for (chunk_meta* m : cc.chunks) m->seen_free = 0;
+    for (const batch& bt : cc.batches)
+      for (free_block* f = bt.head; f != nullptr; f = f->next) ++meta_of(f)->seen_free;
+    std::vector<batch> kept;
+    try {
+      std::size_t n = 0;
+      for (chunk_meta* m : cc.chunks) n += m->seen_free == m->carved ? 1 : 0;
+      if (n == 0) return 0;
+      dying.reserve(n);
+      kept.reserve(cc.free_blocks / want + cc.batches.size() + 1);
+    } catch (...) {
+      return 0;  // no memory to trim with: the blocks stay as they are
+    }
+    for (chunk_meta* m : cc.chunks) {
+      if (m->seen_free != m->carved) continue;
+      m->seen_free = dying_chunk;
+      dying.push_back(m);
+    }
+    std::size_t released_blocks = 0;
+    batch cur{nullptr, 0};
+    for (const batch& bt : cc.batches) {
+      for (free_block* f = bt.head; f != nullptr;) {
+        free_block* next = f->next;
+        if (meta_of(f)->seen_free == dying_chunk) {
+          ++released_blocks;
+        } else {
+          f->next = cur.head;
+          cur.head = f;
+          if (++cur.count == want) {
+            kept.push_back(cur);
+            cur = {nullptr, 0};
+          }
+        }
+        f = next;
+      }
+    }
+    if (cur.count > 0) kept.push_back(cur);
+    cc.batches.swap(kept);
+    cc.free_blocks -= released_blocks;
+    cs.central_free.fetch_sub(static_cast<std::int64_t>(released_blocks * sz),
+                              std::memory_order_relaxed);
+    std::erase_if(cc.chunks, [](const chunk_meta* m) { return m->seen_free == dying_chunk; });
+    if (cc.bump != nullptr && meta_of(cc.bump - 1)->seen_free == dying_chunk) {
+      cc.bump = nullptr;
+      cc.bump_end = nullptr;
+    }
+  }
+  for (chunk_meta* m : dying) free_chunk(m);
+  const std::size_t bytes = dying.size() * chunk_bytes;
+  cs.mapped.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  return bytes;
+}
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Free memory worth a trim: at least 4 MiB, and a quarter of what is in use.
+bool trim_wanted(central_state& cs) noexcept {
+  const std::int64_t free_now = cs.central_free.load(std::memory_order_relaxed);
+  std::int64_t floor = cs.trim_floor.load(std::memory_order_relaxed);
+  if (free_now < floor) {  // blocks the last trim left were taken since: count from here
+    cs.trim_floor.store(free_now, std::memory_order_relaxed);
+    floor = free_now;
+  }
+  const std::int64_t gained = free_now - floor + cs.large_freed.load(std::memory_order_relaxed);
+  const std::int64_t in_use = cs.mapped.load(std::memory_order_relaxed) - free_now;
+  return gained >= std::max<std::int64_t>(std::int64_t{4} << 20, in_use / 4);
+}
+
+constexpr std::int64_t trim_interval_ns = 1'000'000'000;
 
 // The slow paths: the thread's first block, large blocks, an empty bin.
 [[gnu::noinline]] void* allocate_slow(std::size_t size) {
@@ -261,6 +419,13 @@ struct cache_cleaner {
   }
   tc.live.store(tc.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   if (size > max_small) {
+    // Told to the trimmer a mebibyte at a time: one shared write per frame freed would cost
+    // every exiting process with a large frame a contended cache line.
+    tc.large_freed += static_cast<std::int64_t>(size);
+    if (tc.large_freed >= (std::int64_t{1} << 20)) {
+      central().large_freed.fetch_add(tc.large_freed, std::memory_order_relaxed);
+      tc.large_freed = 0;
+    }
     free_large(p, size);
     return;
   }
@@ -311,6 +476,49 @@ std::int64_t live_blocks() noexcept {
   std::int64_t total = cs.exited_live.load(std::memory_order_relaxed);
   for (thread_cache* tc : cs.caches) total += tc->live.load(std::memory_order_relaxed);
   return total;
+}
+
+namespace {
+
+// Every class, then malloc. With trim_mu held.
+std::size_t trim_all(central_state& cs) noexcept BEAMLET_REQUIRES(cs.trim_mu) {
+  std::size_t released = 0;
+  for (std::size_t c = 0; c < class_count; ++c) released += trim_class(c);
+  cs.trim_floor.store(cs.central_free.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  cs.large_freed.store(0, std::memory_order_relaxed);
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+  cs.last_trim_ns.store(steady_ns(), std::memory_order_relaxed);
+  return released;
+}
+
+}  // namespace
+
+std::size_t trim_memory() noexcept {
+  central_state& cs = central();
+  flush_cache(tls_cache);
+  lock_guard lock(cs.trim_mu);
+  return trim_all(cs);
+}
+
+std::chrono::nanoseconds trim_when_idle() noexcept {
+  central_state& cs = central();
+  if (!trim_wanted(cs)) return std::chrono::nanoseconds::max();
+  // This thread's reserve would keep chunks alive: the whole cache goes back first.
+  flush_cache(tls_cache);
+  const std::int64_t due = cs.last_trim_ns.load(std::memory_order_relaxed) + trim_interval_ns;
+  if (const std::int64_t now = steady_ns(); now < due) return std::chrono::nanoseconds(due - now);
+  if (!cs.trim_mu.try_lock()) return std::chrono::nanoseconds(trim_interval_ns);  // one is on
+  (void)trim_all(cs);
+  cs.trim_mu.unlock();
+  return std::chrono::nanoseconds::max();
+}
+
+allocator_stats allocator_statistics() noexcept {
+  const central_state& cs = central();
+  return {cs.mapped.load(std::memory_order_relaxed),
+          cs.central_free.load(std::memory_order_relaxed)};
 }
 
 #endif

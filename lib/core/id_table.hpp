@@ -7,6 +7,8 @@
 // owned by one process.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -84,8 +86,18 @@ class id_table {
     slots_[i].value = V{};
     --size_;
     // An emptied large map gives its memory back; a small one keeps it, so the common
-    // monitor/demonitor cycle (one call at a time) does not allocate.
-    if (size_ == 0 && capacity_ > 8) clear();
+    // monitor/demonitor cycle (one call at a time) does not allocate. A large map that is
+    // mostly empty (a supervisor's links after a spike of children) shrinks to a quarter full:
+    // growing at 3/4 and shrinking at 1/16 leaves room for no thrashing.
+    if (size_ == 0 && capacity_ > 8) {
+      clear();
+    } else if (capacity_ > 64 && size_ * 16 < capacity_) {
+      try {
+        rehash_to(std::max<std::uint32_t>(8, std::bit_ceil(size_ * 4)));
+      } catch (...) {
+        // No memory for the smaller table: the larger one stays.
+      }
+    }
     return true;
   }
 
@@ -109,8 +121,8 @@ class id_table {
   std::uint32_t index(std::uint64_t key) const noexcept {
     return static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask();
   }
-  void grow() {
-    const std::uint32_t cap = capacity_ == 0 ? 2 : capacity_ * 2;
+  void grow() { rehash_to(capacity_ == 0 ? 2 : capacity_ * 2); }
+  void rehash_to(std::uint32_t cap) {
     auto* fresh = static_cast<slot*>(allocate(sizeof(slot) * cap));
     for (std::uint32_t i = 0; i < cap; ++i) ::new (&fresh[i]) slot();
     slot* old = slots_;

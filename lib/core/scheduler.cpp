@@ -7,6 +7,8 @@
 #include <chrono>
 #include <string>
 
+#include <beamlet/core/detail/allocator.hpp>
+
 #include "futex.hpp"
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
@@ -294,11 +296,15 @@ void scheduler::park(worker& w) {
 
   // A timeout due now is work; one due later bounds the sleep.
   if (w.timers.active() && w.timers.poll(rt_, worker_timers::clock_read::precise) != 0) return;
-  const clock_time wake_by = w.timers.next_due();
+  clock_time wake_by = w.timers.next_due();
 
   // Nothing to free may wait on us while we sleep: reclaim what we can, then go inactive.
   rt_.epoch.try_advance();
   rt_.epoch.collect(w.retired);
+  // Memory that came free (a spike of processes has ended) goes back to the system while we
+  // idle; a trim not due yet bounds the sleep like a timer.
+  if (const auto trim_in = trim_when_idle(); trim_in != std::chrono::nanoseconds::max())
+    wake_by = std::min(wake_by, std::chrono::steady_clock::now() + trim_in);
   rt_.epoch.leave(w.rec);
   {
     lock_guard lock(idle_mu_);

@@ -126,6 +126,18 @@ class dynamic_supervisor_server : public gen_server<dynamic_supervisor_server> {
   task<> start_again(pid old);
   /// Overload control: why a start request must be refused now, if it must.
   std::optional<sup_errc> refuse_start();
+  /// After children left the map: the published count, and the bucket array of a spike of
+  /// children given back once most of them are gone (an unordered_map never shrinks it).
+  void children_removed() noexcept {
+    stats_->set_children(children_.size());
+    if (children_.bucket_count() > 1024 && children_.size() * 8 < children_.bucket_count()) {
+      try {
+        children_.rehash(0);
+      } catch (...) {
+        // No memory for the smaller array: the larger one stays.
+      }
+    }
+  }
 
   dynamic_supervisor_init_fn init_fn_;
   ack_wait_mode wait_;
@@ -206,7 +218,7 @@ task<sup_result<void>> dynamic_supervisor_server::handle_call(const dyn_terminat
     co_await shutdown_child(self(), r.child, it->second.spec, "dynamic_supervisor");
   }
   children_.erase(r.child);
-  stats_->set_children(children_.size());
+  children_removed();
   co_return sup_result<void>{};
 }
 
@@ -262,7 +274,7 @@ task<gen::action> dynamic_supervisor_server::handle_info(any_message m) {
   if (restart_kind == restart_type::temporary ||
       (restart_kind == restart_type::transient && e->reason.is_clean())) {
     children_.erase(it);
-    stats_->set_children(children_.size());
+    children_removed();
     co_return gen::noreply();
   }
   std::optional<gen::action> a = co_await restart(e->from);
@@ -276,7 +288,7 @@ task<std::optional<gen::action>> dynamic_supervisor_server::restart(pid old) {
     supervisor_report(self(), "dynamic_supervisor", "shutdown", "reached_max_restart_intensity",
                       children_.at(old).spec, old);
     children_.erase(old);
-    stats_->set_children(children_.size());
+    children_removed();
     co_return gen::stop(exit_reason::shutdown());
   }
   dyn_child& c = children_.at(old);
@@ -305,7 +317,7 @@ task<> dynamic_supervisor_server::start_again(pid old) {
     children_.insert(std::move(node));
   } else if (s.is_ignore()) {
     children_.erase(old);
-    stats_->set_children(children_.size());
+    children_removed();
   } else {
     // Kept under the old pid as restarting, retried behind whatever is queued now.
     report("start_error", s.reason(), c.spec, pid());
