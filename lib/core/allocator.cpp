@@ -159,13 +159,16 @@ struct central_class {
 
 struct central_state {
   central_class classes[class_count];
-  // What trimming goes by (bytes): chunks mapped, blocks free in the central lists, large
-  // blocks freed to malloc since the last trim, and the free bytes the last trim could not
-  // release (their chunks still hold a live block).
+  // What trimming goes by: chunks mapped and blocks free in the central lists (bytes), large
+  // blocks freed to malloc since the last trim (bytes), batches given back to the central lists
+  // (ever, and when the last trim began: a trim is worth another walk only if some came back
+  // since, as the last live blocks of a chunk it had to keep), and the trims so far.
   std::atomic<std::int64_t> mapped{0};
   std::atomic<std::int64_t> central_free{0};
   std::atomic<std::int64_t> large_freed{0};
-  std::atomic<std::int64_t> trim_floor{0};
+  std::atomic<std::uint64_t> releases{0};
+  std::atomic<std::uint64_t> releases_at_trim{0};
+  std::atomic<std::uint64_t> trims{1};
   std::atomic<std::int64_t> last_trim_ns{INT64_MIN / 2};
   mutex trim_mu;  // one trim at a time; others skip
   std::atomic<std::int64_t> exited_live{0};
@@ -189,12 +192,14 @@ struct thread_cache {
   bin bins[class_count];
   std::atomic<std::int64_t> live;  // written by the owner only; read by live_blocks()
   std::int64_t large_freed;        // bytes of large blocks freed, not yet added to the total
+  std::uint64_t flushed_at;        // central_state::trims when this cache was last handed back
   bool registered;
 };
 
 constinit thread_local thread_cache tls_cache{};
 
-[[gnu::noinline]] void release_batch(std::size_t c, thread_cache::bin& b,
+// False if the central list could not take the batch (no memory to grow it): the blocks stay.
+[[gnu::noinline]] bool release_batch(std::size_t c, thread_cache::bin& b,
                                      std::uint32_t n) noexcept {
   free_block* head = b.head;
   free_block* last = head;
@@ -209,13 +214,16 @@ constinit thread_local thread_cache tls_cache{};
   try {
     cc.batches.push_back({head, n});
     cc.free_blocks += n;
+    cs.releases.fetch_add(1, std::memory_order_relaxed);
     cs.central_free.fetch_add(static_cast<std::int64_t>(n * class_size(c)),
                               std::memory_order_relaxed);
+    return true;
   } catch (...) {
     // Could not grow the vector: keep the blocks in the thread cache instead.
     last->next = b.head;
     b.head = head;
     b.count += n;
+    return false;
   }
 }
 
@@ -225,7 +233,7 @@ struct cache_cleaner {
     thread_cache& tc = tls_cache;
     for (std::size_t c = 0; c < class_count; ++c) {
       auto& b = tc.bins[c];
-      if (b.count > 0) release_batch(c, b, b.count);
+      if (b.count > 0) (void)release_batch(c, b, b.count);
     }
     central_state& cs = central();
     lock_guard lock(cs.caches_mu);
@@ -298,7 +306,8 @@ void flush_cache(thread_cache& tc) noexcept {
   if (!tc.registered) return;
   for (std::size_t c = 0; c < class_count; ++c) {
     auto& b = tc.bins[c];
-    while (b.count > 0) release_batch(c, b, std::min(b.count, batch_of(c)));
+    while (b.count > 0 && release_batch(c, b, std::min(b.count, batch_of(c)))) {
+    }
     b.limit = 2 * batch_of(c);
     b.gave_back = false;
   }
@@ -374,17 +383,15 @@ std::int64_t steady_ns() noexcept {
       .count();
 }
 
-// Free memory worth a trim: at least 4 MiB, and a quarter of what is in use.
-bool trim_wanted(central_state& cs) noexcept {
+// Free memory worth a trim: at least 4 MiB, and a quarter of what is in use, with blocks come
+// back since the last trim (or as much freed to malloc).
+bool trim_wanted(const central_state& cs) noexcept {
   const std::int64_t free_now = cs.central_free.load(std::memory_order_relaxed);
-  std::int64_t floor = cs.trim_floor.load(std::memory_order_relaxed);
-  if (free_now < floor) {  // blocks the last trim left were taken since: count from here
-    cs.trim_floor.store(free_now, std::memory_order_relaxed);
-    floor = free_now;
-  }
-  const std::int64_t gained = free_now - floor + cs.large_freed.load(std::memory_order_relaxed);
   const std::int64_t in_use = cs.mapped.load(std::memory_order_relaxed) - free_now;
-  return gained >= std::max<std::int64_t>(std::int64_t{4} << 20, in_use / 4);
+  const std::int64_t enough = std::max<std::int64_t>(std::int64_t{4} << 20, in_use / 4);
+  if (cs.large_freed.load(std::memory_order_relaxed) >= enough) return true;
+  return free_now >= enough && cs.releases.load(std::memory_order_relaxed) !=
+                                   cs.releases_at_trim.load(std::memory_order_relaxed);
 }
 
 constexpr std::int64_t trim_interval_ns = 1'000'000'000;
@@ -434,7 +441,7 @@ constexpr std::int64_t trim_interval_ns = 1'000'000'000;
   auto* fb = static_cast<free_block*>(p);
   fb->next = b.head;
   b.head = fb;
-  if (++b.count > b.limit) release_batch(c, b, batch_of(c));
+  if (++b.count > b.limit) (void)release_batch(c, b, batch_of(c));
 }
 
 }  // namespace
@@ -464,7 +471,7 @@ void deallocate(void* p, std::size_t size) noexcept {
     b.head = fb;
     tc.live.store(tc.live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     if (++b.count > b.limit) [[unlikely]]
-      release_batch(c, b, batch_of(c));
+      (void)release_batch(c, b, batch_of(c));
     return;
   }
   deallocate_slow(p, size);
@@ -483,9 +490,10 @@ namespace {
 // Every class, then malloc. With trim_mu held.
 std::size_t trim_all(central_state& cs) noexcept BEAMLET_REQUIRES(cs.trim_mu) {
   std::size_t released = 0;
-  for (std::size_t c = 0; c < class_count; ++c) released += trim_class(c);
-  cs.trim_floor.store(cs.central_free.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  cs.releases_at_trim.store(cs.releases.load(std::memory_order_relaxed), std::memory_order_relaxed);
   cs.large_freed.store(0, std::memory_order_relaxed);
+  for (std::size_t c = 0; c < class_count; ++c) released += trim_class(c);
+  cs.trims.fetch_add(1, std::memory_order_relaxed);
 #if defined(__GLIBC__)
   ::malloc_trim(0);
 #endif
@@ -505,8 +513,12 @@ std::size_t trim_memory() noexcept {
 std::chrono::nanoseconds trim_when_idle() noexcept {
   central_state& cs = central();
   if (!trim_wanted(cs)) return std::chrono::nanoseconds::max();
-  // This thread's reserve would keep chunks alive: the whole cache goes back first.
-  flush_cache(tls_cache);
+  // This thread's reserve would keep chunks alive: the whole cache goes back, once per trim.
+  thread_cache& tc = tls_cache;
+  if (const std::uint64_t t = cs.trims.load(std::memory_order_relaxed); tc.flushed_at != t) {
+    flush_cache(tc);
+    tc.flushed_at = t;
+  }
   const std::int64_t due = cs.last_trim_ns.load(std::memory_order_relaxed) + trim_interval_ns;
   if (const std::int64_t now = steady_ns(); now < due) return std::chrono::nanoseconds(due - now);
   if (!cs.trim_mu.try_lock()) return std::chrono::nanoseconds(trim_interval_ns);  // one is on

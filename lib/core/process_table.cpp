@@ -8,9 +8,14 @@
 #include <beamlet/core/error.hpp>
 
 #include "process_state.hpp"
+#include "spinlock.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
+namespace {
+constexpr std::size_t page_bytes = 4096;
+constexpr std::size_t per_page = page_bytes / sizeof(std::atomic<proc*>);
+}  // namespace
 
 process_table::process_table(std::size_t limit) : limit_(limit) {
   const std::size_t wanted = limit + limit / 7 + 1;
@@ -22,6 +27,13 @@ process_table::process_table(std::size_t limit) : limit_(limit) {
   if (mem == MAP_FAILED) throw std::bad_alloc();
   // Anonymous pages read as zero: every slot starts as a null pointer.
   slots_ = static_cast<std::atomic<proc*>*>(mem);
+  swept_words_ = (cap / per_page + 63) / 64;
+  try {
+    swept_ = std::make_unique<std::uint64_t[]>(swept_words_);
+  } catch (...) {
+    ::munmap(mem, bytes_);
+    throw;
+  }
 }
 
 process_table::~process_table() {
@@ -41,9 +53,60 @@ void process_table::insert(proc* p, pid& out) {
       continue;
     }
     out = pid(serial);
+    const std::uint64_t seq = trim_seq_.load(std::memory_order_seq_cst);
     proc* expected = nullptr;
-    if (slot.compare_exchange_strong(expected, p, std::memory_order_seq_cst)) return;
+    if (!slot.compare_exchange_strong(expected, p, std::memory_order_seq_cst)) {
+      skipped_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if ((seq & 1) == 0 && trim_seq_.load(std::memory_order_seq_cst) == seq) return;
+    // A trim ran meanwhile and may have returned this slot's page (see the header). Once it is
+    // over, the slot holds p, or null if the page went.
+    while ((trim_seq_.load(std::memory_order_acquire) & 1) != 0) cpu_relax();
+    if (slot.load(std::memory_order_seq_cst) == p) return;
+    skipped_.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+std::size_t process_table::trim() noexcept {
+  std::uint64_t seq = trim_seq_.load(std::memory_order_relaxed);
+  if ((seq & 1) != 0 || !trim_seq_.compare_exchange_strong(seq, seq + 1, std::memory_order_seq_cst))
+    return 0;
+  const std::uint64_t next = next_serial_.load(std::memory_order_seq_cst);
+  const std::size_t pages = (mask_ + 1) / per_page;
+  // The pages swept since the last trim join those kept then.
+  std::uint64_t from = trimmed_to_.load(std::memory_order_relaxed) & ~(per_page - 1);
+  const std::uint64_t to = next & ~(per_page - 1);     // the sweep's page: not yet passed
+  if (to > from + mask_ + 1) from = to - (mask_ + 1);  // swept the whole table since
+  for (std::uint64_t s = from; s < to; s += per_page) {
+    const std::size_t pi = static_cast<std::size_t>((s & mask_) / per_page);
+    swept_[pi / 64] |= std::uint64_t{1} << (pi % 64);
+  }
+  trimmed_to_.store(std::max(to, from), std::memory_order_relaxed);
+  // The page the sweep is on and the next will be written again soon: they stay.
+  const std::size_t here = static_cast<std::size_t>((next & mask_) / per_page);
+  const std::size_t after = (here + 1) % pages;
+  std::size_t released = 0;
+  std::size_t kept = 0;
+  for (std::size_t w = 0; w < swept_words_; ++w) {
+    for (std::uint64_t bits = swept_[w]; bits != 0; bits &= bits - 1) {
+      const std::size_t pi = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      std::atomic<proc*>* page = &slots_[pi * per_page];
+      bool empty = pi != here && pi != after;
+      for (std::size_t i = 0; i < per_page && empty; ++i)
+        empty = page[i].load(std::memory_order_seq_cst) == nullptr;
+      if (empty && ::madvise(page, page_bytes, MADV_DONTNEED) == 0) {
+        swept_[w] &= ~(std::uint64_t{1} << (pi % 64));
+        released += page_bytes;
+      } else {
+        ++kept;
+      }
+    }
+  }
+  kept_pages_.store(kept, std::memory_order_relaxed);
+  count_at_trim_.store(count_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  trim_seq_.store(seq + 2, std::memory_order_seq_cst);
+  return released;
 }
 
 proc* process_table::lookup(pid id) const noexcept {

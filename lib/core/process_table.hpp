@@ -9,11 +9,20 @@
 // resident memory. It has at least 8/7 as many slots as the limit of live processes, so the
 // table is never more than 7/8 full and the probe for a free serial stays short; the limit
 // itself is exactly what the user asked for (runtime_options::max_processes).
+//
+// Serials sweep the slots in order, so the pages behind the sweep hold only the processes that
+// outlived it. trim() (an idle scheduler's) returns to the system the pages the sweep has passed
+// since the last trim that hold no process: without it the resident part of the table would
+// grow with every process ever spawned, up to the whole table. A spawn that took its slot while
+// a trim ran waits for the trim to end and looks again: its slot still holds it, or its page
+// went (it takes the next serial). The trimmer announces itself before it looks at the slots,
+// and a spawner looks at the announcement after taking its slot, so one of them sees the other.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/ids.hpp>
@@ -54,6 +63,24 @@ class process_table {
            skipped_.load(std::memory_order_relaxed);
   }
   std::size_t capacity() const noexcept { return mask_ + 1; }
+
+  /// Whether trim() is worth its scan: the sweep has passed a mebibyte of slots since the last
+  /// one, or pages it kept (they held processes) may have emptied since: the processes alive
+  /// have halved.
+  bool trim_wanted() const noexcept {
+    if (next_serial_.load(std::memory_order_relaxed) -
+            trimmed_to_.load(std::memory_order_relaxed) >=
+        trim_step)
+      return true;
+    return kept_pages_.load(std::memory_order_relaxed) != 0 &&
+           count_.load(std::memory_order_relaxed) * 2 <
+               count_at_trim_.load(std::memory_order_relaxed);
+  }
+  /// Returns to the system the pages of slots behind the sweep that hold no process: those it
+  /// passed since the last trim, and those an earlier trim kept. The page the sweep is on and
+  /// the next stay. Returns the bytes released. One trim at a time (a second one returns 0);
+  /// spawns and exits may run meanwhile.
+  std::size_t trim() noexcept;
   std::size_t limit() const noexcept { return limit_; }
 
   /// Calls f(proc*) for every published process; the caller must be pinned. Processes created
@@ -76,6 +103,16 @@ class process_table {
   std::atomic<std::uint64_t> next_serial_{1};
   std::atomic<std::size_t> count_{0};
   std::atomic<std::uint64_t> skipped_{0};  ///< serials passed over (their slot was taken)
+  /// Even, odd while a trim releases pages.
+  std::atomic<std::uint64_t> trim_seq_{0};
+  /// The sweep's serial at the last trim: the slots behind it were looked at.
+  std::atomic<std::uint64_t> trimmed_to_{1};
+  static constexpr std::uint64_t trim_step = (std::uint64_t{1} << 20) / sizeof(void*);
+  /// One bit per page of slots: swept, and not returned yet. The trimmer's alone.
+  std::unique_ptr<std::uint64_t[]> swept_;
+  std::size_t swept_words_ = 0;
+  std::atomic<std::size_t> kept_pages_{0};     ///< bits set in swept_ after the last trim
+  std::atomic<std::size_t> count_at_trim_{0};  ///< processes alive at the last trim
 };
 
 }  // namespace detail

@@ -36,6 +36,8 @@ std::int64_t now_ns() noexcept {
 }
 // Quiescent-state announcement interval (runs), for epoch reclamation.
 constexpr std::uint64_t quiescent_interval = 16;
+// How soon a worker that goes to sleep with objects retired but not yet freed looks again.
+constexpr std::chrono::milliseconds retired_recheck{50};
 // Spin rounds before parking; each round looks for work everywhere.
 constexpr int spin_rounds = 64;
 
@@ -305,6 +307,11 @@ void scheduler::park(worker& w) {
   // idle; a trim not due yet bounds the sleep like a timer.
   if (const auto trim_in = trim_when_idle(); trim_in != std::chrono::nanoseconds::max())
     wake_by = std::min(wake_by, std::chrono::steady_clock::now() + trim_in);
+  // What we retired and could not free yet (the other workers had not passed a quiescent state)
+  // would otherwise wait for our next wake-up, however far, and keep its memory till then.
+  if (!w.retired.empty())
+    wake_by = std::min(wake_by, std::chrono::steady_clock::now() + retired_recheck);
+  if (rt_.table.trim_wanted()) (void)rt_.table.trim();
   rt_.epoch.leave(w.rec);
   {
     lock_guard lock(idle_mu_);

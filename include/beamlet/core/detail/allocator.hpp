@@ -24,10 +24,11 @@ void deallocate(void* p, std::size_t size) noexcept;
 /// Blocks allocated and not yet freed, over all threads (for leak tests).
 std::int64_t live_blocks() noexcept;
 
-/// For a scheduler thread about to sleep. When enough memory has come free (4 MiB, and a
-/// quarter of what is in use), hands this thread's cache back and, if the last trim was a second
-/// ago or more, trims (trim_memory). Returns how long until a trim is due, so that the caller
-/// can wake for it; nanoseconds::max() when none is wanted.
+/// For a scheduler thread about to sleep. When enough memory is free (4 MiB, and a quarter of
+/// what is in use) and some came back since the last trim, hands this thread's cache back (once
+/// per trim) and, if the last trim was a second ago or more, trims (trim_memory). Returns how
+/// long until a trim is due, so that the caller can wake for it; nanoseconds::max() when none
+/// is wanted.
 std::chrono::nanoseconds trim_when_idle() noexcept;
 /// Returns memory to the operating system now: this thread's cache goes back to the central
 /// lists, every chunk whose blocks are all free there is unmapped, and malloc_trim(0) runs
