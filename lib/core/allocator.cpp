@@ -157,6 +157,9 @@ struct central_class {
   char* bump_end BEAMLET_GUARDED_BY(mu) = nullptr;
 };
 
+constexpr std::int64_t min_trim_interval_ns = 1'000'000'000;
+constexpr std::int64_t max_trim_interval_ns = 64 * min_trim_interval_ns;
+
 struct central_state {
   central_class classes[class_count];
   // What trimming goes by: chunks mapped and blocks free in the central lists (bytes), large
@@ -170,6 +173,9 @@ struct central_state {
   std::atomic<std::uint64_t> releases_at_trim{0};
   std::atomic<std::uint64_t> trims{1};
   std::atomic<std::int64_t> last_trim_ns{INT64_MIN / 2};
+  // A second, doubled (up to a minute) after each trim that unmapped nothing: a busy service
+  // whose free blocks are scattered over its chunks does not pay a fruitless walk every second.
+  std::atomic<std::int64_t> trim_interval_ns{min_trim_interval_ns};
   mutex trim_mu;  // one trim at a time; others skip
   std::atomic<std::int64_t> exited_live{0};
   mutex caches_mu;
@@ -277,26 +283,30 @@ struct cache_cleaner {
       b.count = bt.count;
       return;
     }
-    if (cc.bump == nullptr || static_cast<std::size_t>(cc.bump_end - cc.bump) < sz * want) {
-      cc.chunks.reserve(cc.chunks.size() + 1);  // may throw: before the chunk exists
+    if (cc.bump == nullptr || static_cast<std::size_t>(cc.bump_end - cc.bump) < sz) {
+      if (cc.chunks.size() == cc.chunks.capacity())  // may throw: before the chunk exists
+        cc.chunks.reserve(std::max<std::size_t>(16, 2 * cc.chunks.capacity()));
       chunk_meta* chunk = new_chunk();
       cc.chunks.push_back(chunk);
       cs.mapped.fetch_add(static_cast<std::int64_t>(chunk_bytes), std::memory_order_relaxed);
       cc.bump = reinterpret_cast<char*>(chunk) + chunk_header;
       cc.bump_end = reinterpret_cast<char*>(chunk) + chunk_bytes;
     }
-    // Carve in address order, so consecutive allocations are adjacent in memory.
+    // Carve in address order, so consecutive allocations are adjacent in memory. The last
+    // batch of a chunk may be short: the chunk's header leaves less than whole batches.
     char* p = cc.bump;
-    cc.bump += sz * want;
-    meta_of(p)->carved += want;
+    const auto n = static_cast<std::uint32_t>(
+        std::min<std::size_t>(want, static_cast<std::size_t>(cc.bump_end - cc.bump) / sz));
+    cc.bump += sz * n;
+    meta_of(p)->carved += n;
     free_block* head = nullptr;
-    for (std::uint32_t i = want; i-- > 0;) {
+    for (std::uint32_t i = n; i-- > 0;) {
       auto* fb = reinterpret_cast<free_block*>(p + i * sz);
       fb->next = head;
       head = fb;
     }
     b.head = head;
-    b.count = want;
+    b.count = n;
   }
 }
 
@@ -323,7 +333,7 @@ std::size_t trim_class(std::size_t c) noexcept {
   std::vector<chunk_meta*> dying;
   {
     lock_guard lock(cc.mu);
-    if (cc.free_blocks * sz < chunk_bytes - chunk_header) return 0;  // not a chunk's worth
+    if (cc.free_blocks < want) return 0;  // not even a batch: no whole chunk
     for (chunk_meta* m : cc.chunks) m->seen_free = 0;
     for (const batch& bt : cc.batches)
       for (free_block* f = bt.head; f != nullptr; f = f->next) ++meta_of(f)->seen_free;
@@ -393,8 +403,6 @@ bool trim_wanted(const central_state& cs) noexcept {
   return free_now >= enough && cs.releases.load(std::memory_order_relaxed) !=
                                    cs.releases_at_trim.load(std::memory_order_relaxed);
 }
-
-constexpr std::int64_t trim_interval_ns = 1'000'000'000;
 
 // The slow paths: the thread's first block, large blocks, an empty bin.
 [[gnu::noinline]] void* allocate_slow(std::size_t size) {
@@ -494,6 +502,10 @@ std::size_t trim_all(central_state& cs) noexcept BEAMLET_REQUIRES(cs.trim_mu) {
   cs.large_freed.store(0, std::memory_order_relaxed);
   for (std::size_t c = 0; c < class_count; ++c) released += trim_class(c);
   cs.trims.fetch_add(1, std::memory_order_relaxed);
+  const std::int64_t interval = cs.trim_interval_ns.load(std::memory_order_relaxed);
+  cs.trim_interval_ns.store(
+      released > 0 ? min_trim_interval_ns : std::min(2 * interval, max_trim_interval_ns),
+      std::memory_order_relaxed);
 #if defined(__GLIBC__)
   ::malloc_trim(0);
 #endif
@@ -519,9 +531,10 @@ std::chrono::nanoseconds trim_when_idle() noexcept {
     flush_cache(tc);
     tc.flushed_at = t;
   }
-  const std::int64_t due = cs.last_trim_ns.load(std::memory_order_relaxed) + trim_interval_ns;
+  const std::int64_t due = cs.last_trim_ns.load(std::memory_order_relaxed) +
+                           cs.trim_interval_ns.load(std::memory_order_relaxed);
   if (const std::int64_t now = steady_ns(); now < due) return std::chrono::nanoseconds(due - now);
-  if (!cs.trim_mu.try_lock()) return std::chrono::nanoseconds(trim_interval_ns);  // one is on
+  if (!cs.trim_mu.try_lock()) return std::chrono::nanoseconds(min_trim_interval_ns);  // one is on
   (void)trim_all(cs);
   cs.trim_mu.unlock();
   return std::chrono::nanoseconds::max();

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <new>
+#include <thread>
 
 #include <beamlet/core/error.hpp>
 
@@ -53,17 +54,28 @@ void process_table::insert(proc* p, pid& out) {
       continue;
     }
     out = pid(serial);
-    const std::uint64_t seq = trim_seq_.load(std::memory_order_seq_cst);
+    std::uint64_t seq = trim_seq_.load(std::memory_order_seq_cst);
     proc* expected = nullptr;
     if (!slot.compare_exchange_strong(expected, p, std::memory_order_seq_cst)) {
       skipped_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    if ((seq & 1) == 0 && trim_seq_.load(std::memory_order_seq_cst) == seq) return;
-    // A trim ran meanwhile and may have returned this slot's page (see the header). Once it is
-    // over, the slot holds p, or null if the page went.
-    while ((trim_seq_.load(std::memory_order_acquire) & 1) != 0) cpu_relax();
-    if (slot.load(std::memory_order_seq_cst) == p) return;
+    for (;;) {
+      if ((seq & 1) == 0 && trim_seq_.load(std::memory_order_seq_cst) == seq) return;
+      // A trim ran meanwhile and may have returned this slot's page (see the header). Once it
+      // is over, the slot holds p, or null if the page went: then p goes back into the same
+      // slot, so the pid a table walk may have read meanwhile stays true.
+      for (int spins = 0; ((seq = trim_seq_.load(std::memory_order_acquire)) & 1) != 0; ++spins) {
+        if (spins < 64)
+          cpu_relax();
+        else
+          std::this_thread::yield();
+      }
+      if (slot.load(std::memory_order_seq_cst) == p) return;
+      expected = nullptr;
+      if (!slot.compare_exchange_strong(expected, p, std::memory_order_seq_cst)) break;
+    }
+    // Taken by a serial a whole table later (a wrap during the trim): the next serial.
     skipped_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -88,21 +100,37 @@ std::size_t process_table::trim() noexcept {
   const std::size_t after = (here + 1) % pages;
   std::size_t released = 0;
   std::size_t kept = 0;
+  // Runs of empty pages go in one madvise each (each call interrupts the other cores).
+  std::size_t run_first = 0, run_pages = 0;
+  auto release_run = [&]() noexcept {
+    if (run_pages == 0) return;
+    if (::madvise(&slots_[run_first * per_page], run_pages * page_bytes, MADV_DONTNEED) == 0) {
+      for (std::size_t pi = run_first; pi < run_first + run_pages; ++pi)
+        swept_[pi / 64] &= ~(std::uint64_t{1} << (pi % 64));
+      released += run_pages * page_bytes;
+    } else {
+      kept += run_pages;
+    }
+    run_pages = 0;
+  };
   for (std::size_t w = 0; w < swept_words_; ++w) {
     for (std::uint64_t bits = swept_[w]; bits != 0; bits &= bits - 1) {
       const std::size_t pi = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
       std::atomic<proc*>* page = &slots_[pi * per_page];
-      bool empty = pi != here && pi != after;
+      if (pi == here || pi == after) continue;  // looked at again next time
+      bool empty = true;
       for (std::size_t i = 0; i < per_page && empty; ++i)
         empty = page[i].load(std::memory_order_seq_cst) == nullptr;
-      if (empty && ::madvise(page, page_bytes, MADV_DONTNEED) == 0) {
-        swept_[w] &= ~(std::uint64_t{1} << (pi % 64));
-        released += page_bytes;
-      } else {
+      if (!empty) {
         ++kept;
+        continue;
       }
+      if (run_pages > 0 && run_first + run_pages != pi) release_run();
+      if (run_pages == 0) run_first = pi;
+      ++run_pages;
     }
   }
+  release_run();
   kept_pages_.store(kept, std::memory_order_relaxed);
   count_at_trim_.store(count_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   trim_seq_.store(seq + 2, std::memory_order_seq_cst);

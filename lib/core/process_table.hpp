@@ -15,8 +15,9 @@
 // since the last trim that hold no process: without it the resident part of the table would
 // grow with every process ever spawned, up to the whole table. A spawn that took its slot while
 // a trim ran waits for the trim to end and looks again: its slot still holds it, or its page
-// went (it takes the next serial). The trimmer announces itself before it looks at the slots,
-// and a spawner looks at the announcement after taking its slot, so one of them sees the other.
+// went and it takes the same slot again (so a pid a table walk read meanwhile stays true). The
+// trimmer announces itself before it looks at the slots, and a spawner looks at the announcement
+// after taking its slot, so one of them sees the other.
 #pragma once
 
 #include <atomic>
@@ -65,15 +66,14 @@ class process_table {
   std::size_t capacity() const noexcept { return mask_ + 1; }
 
   /// Whether trim() is worth its scan: the sweep has passed a mebibyte of slots since the last
-  /// one, or pages it kept (they held processes) may have emptied since: the processes alive
-  /// have halved.
+  /// one; or the processes alive have halved since (or there were none and are none), and
+  /// there are pages it kept (they held processes then) or the sweep has passed a few pages.
   bool trim_wanted() const noexcept {
-    if (next_serial_.load(std::memory_order_relaxed) -
-            trimmed_to_.load(std::memory_order_relaxed) >=
-        trim_step)
-      return true;
-    return kept_pages_.load(std::memory_order_relaxed) != 0 &&
-           count_.load(std::memory_order_relaxed) * 2 <
+    const std::uint64_t swept =
+        next_serial_.load(std::memory_order_relaxed) - trimmed_to_.load(std::memory_order_relaxed);
+    if (swept >= trim_step) return true;
+    return (kept_pages_.load(std::memory_order_relaxed) != 0 || swept >= trim_step / 64) &&
+           count_.load(std::memory_order_relaxed) * 2 <=
                count_at_trim_.load(std::memory_order_relaxed);
   }
   /// Returns to the system the pages of slots behind the sweep that hold no process: those it
