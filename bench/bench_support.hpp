@@ -10,10 +10,11 @@
 #include <benchmark/benchmark.h>
 #include <beamlet/beamlet.hpp>
 
+#include "common/rss.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -75,14 +76,6 @@ void run_in_process_manual(benchmark::State& st, runtime& rt, Body body) {
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/// Resident set size of this process, in bytes.
-inline std::int64_t rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * 4096;
 }
 
 /// A counter incremented from many scheduler threads without a shared cache line: one padded

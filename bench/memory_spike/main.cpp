@@ -18,6 +18,7 @@
 #include <beamlet/core/detail/allocator.hpp>
 
 #include "../common/cli.hpp"
+#include "../common/rss.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,7 +28,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -36,14 +36,8 @@
 namespace {
 
 using namespace beamlet;
+using beamlet::bench::rss_bytes;
 using namespace std::chrono_literals;
-
-std::int64_t rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
-}
 
 double mib(std::int64_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
@@ -200,14 +194,8 @@ options parse(int argc, char** argv) {
     if (a == "--children") {
       o.children = cli::parse_count(a, value(), 1, 10000000);
     } else if (a == "--rounds") {
-      o.rounds.clear();
-      std::string_view list = value();
-      while (!list.empty()) {
-        const auto comma = list.find(',');
-        o.rounds.push_back(cli::parse_count(a, list.substr(0, comma), 1, 100000));
-        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-      }
-      if (o.rounds.empty()) throw cli::error("--rounds: is empty");
+      o.rounds = cli::parse_list(
+          a, value(), [&](std::string_view t) { return cli::parse_count(a, t, 1, 100000); });
     } else if (a == "--settle") {
       o.settle = static_cast<double>(cli::parse_count(a, value(), 1, 3600));
     } else if (a == "--warmup") {

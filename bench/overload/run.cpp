@@ -5,6 +5,8 @@
 
 #include <beamlet/beamlet.hpp>
 
+#include "../common/rss.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,6 +19,7 @@
 namespace overload {
 
 using namespace beamlet;
+using beamlet::bench::rss_bytes;
 using namespace std::chrono_literals;
 
 namespace {
@@ -25,15 +28,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::int64_t rss_bytes() {
-  long pages = 0, resident = 0;
-  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<std::int64_t>(resident) * ::sysconf(_SC_PAGESIZE);
 }
 
 /// The child every request starts. Its init spins (CPU time, like real setup work, not a sleep

@@ -11,7 +11,8 @@
 //
 // Memory goes back to the operating system after a spike, off every allocation path: a
 // scheduler about to sleep calls trim_when_idle(), which (when enough has come free) hands its
-// own cache back and, at most once a second, trims: each class's central list is walked once,
+// own cache back and, at most once a second (less often while trims unmap nothing), trims:
+// each class's central list is walked once,
 // the chunks whose every carved block is free are unmapped, and malloc is asked to trim too (the
 // blocks over 1 KiB and the containers live there). Chunks are aligned to their size, so a
 // block's chunk is its address rounded down, and a chunk's first bytes count its carved blocks.
