@@ -107,6 +107,25 @@ task<> timed_receive(process& self, unsigned index, shared_state& s) {
   }
 }
 
+// send_after timers: sixteen armed for an hour and cancelled (a state machine's timeouts), and
+// one armed for now, which its scheduler fires between runs (the unit yields instead of
+// waiting, so that the figure is the timers' and not a sleeping scheduler's). Each timer armed
+// is one operation; the ticks are received as they arrive.
+task<> send_after_cancel(process& self, unsigned index, shared_state& s) {
+  co_await wait_for_go(self, s);
+  for (std::int64_t i = 0; !s.stop.load(std::memory_order_relaxed); ++i) {
+    self.send_after(self.self(), token{i}, 0ms);
+    for (int k = 0; k < 16; ++k) {
+      const ref later = self.send_after(self.self(), token{i}, 1h);
+      if (!self.cancel_timer(later)) std::abort();
+    }
+    co_await self.yield();
+    while (co_await self.receive(on<token>(), after(0ms))) {
+    }
+    count(s, index, 17);
+  }
+}
+
 // A spawn of a process that exits at once, 64 at a time: the last of a wave to run acks, so
 // the spawner starts the next wave only when the children of this one have all run (the
 // run queues stay short whatever the scheduling).
@@ -226,6 +245,7 @@ std::vector<workload> all_workloads() {
       {"messaging", "message", messaging},
       {"spawn", "spawn", spawn},
       {"timed_receive", "message", timed_receive},
+      {"send_after", "timer", send_after_cancel},
       {"call", "call", gen_call},
       {"named_send", "send", named_send},
       {"monitor", "monitor+demonitor", monitor_demonitor},
@@ -272,7 +292,7 @@ result run_one(const workload& w, unsigned schedulers, double seconds) {
 
 constexpr const char* usage =
     "usage: bench_scaling [--schedulers 1,2,4] [--seconds S] [--workloads a,b]\n"
-    "workloads: messaging spawn timed_receive call named_send monitor socket_echo\n";
+    "workloads: messaging spawn timed_receive send_after call named_send monitor socket_echo\n";
 
 workload find_workload(std::string_view name) {
   for (const workload& w : all_workloads())

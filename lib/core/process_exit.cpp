@@ -153,8 +153,9 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   p->queue.clear();
   if (p->urgent() != nullptr) p->urgent()->queue.clear();
   // Timers aimed at a dead process would only be dropped when they fire: cancel them now, as
-  // BEAM does. The flag is read after the inbox is closed (see timer_service::send_after).
-  if (p->timers_aimed.load(std::memory_order_seq_cst)) rt.timers.cancel_aimed_at(p->id());
+  // BEAM does. The owners are read after the inbox is closed (see timer_service::send_after).
+  if (const std::uint32_t owners = p->timer_owners.load(std::memory_order_seq_cst); owners != 0)
+    rt.timers.cancel_aimed_at(p->id(), owners);
 
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.
   rt.names.release(p);

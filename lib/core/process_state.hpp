@@ -205,9 +205,9 @@ struct proc {
   bool watchers_closed BEAMLET_GUARDED_BY(watchers_lock) = false;
   // (two fields of other groups, in the padding)
   std::atomic<reg_state> registration{reg_state::open};  ///< see the registry group below
-  /// Set (never cleared) once a send_after timer was aimed at this process: its exit then
-  /// cancels those timers (timer_service::cancel_aimed_at).
-  std::atomic<bool> timers_aimed{false};
+  /// Where send_after timers aimed at this process were armed, one bit per owner (set, never
+  /// cleared): its exit has those owners cancel them (timer_service::cancel_aimed_at).
+  std::atomic<std::uint32_t> timer_owners{0};
   watcher_set watchers BEAMLET_GUARDED_BY(watchers_lock);
 
   // -- registry (written under the name's shard lock; read under a pin) -------------------------

@@ -262,6 +262,19 @@ void scheduler::notify_one() {
   futex_wake_one(w->sleep_word);
 }
 
+void scheduler::wake_worker(unsigned index) {
+  worker& w = *workers_[index];
+  {
+    lock_guard lock(idle_mu_);
+    const auto it = std::find(idle_.begin(), idle_.end(), &w);
+    if (it == idle_.end()) return;  // awake: it looks at its timers after its next run or park
+    idle_.erase(it);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    w.sleep_word.store(1, std::memory_order_release);
+  }
+  futex_wake_one(w.sleep_word);
+}
+
 void scheduler::after_run(worker& w) {
   w.notified_early = false;
   // The clock is read only while this thread has timers pending.
@@ -320,7 +333,10 @@ void scheduler::park(worker& w) {
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   bool woken = false;
-  if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) && w.ring.empty()) {
+  // (A request to the timers made before we joined the idle list is seen here; one made after
+  // finds us in it and wakes us.)
+  if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) && w.ring.empty() &&
+      !w.timers.requests_waiting()) {
     for (;;) {
       if (w.sleep_word.load(std::memory_order_acquire) != 0) {
         woken = true;

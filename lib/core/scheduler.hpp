@@ -100,6 +100,8 @@ class scheduler {
   void wake(proc* p);
   /// Makes a newly spawned process runnable.
   void spawned(proc* p);
+  /// Wakes worker `index` if it sleeps (another thread asked something of its timers).
+  void wake_worker(unsigned index);
 
   unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
   runtime_core& rt() noexcept { return rt_; }

@@ -1,11 +1,12 @@
 // One pending timer: a receive timeout or a send_after timer.
 //
-// An entry lives either in the runtime's shared heap (timer_service: send_after timers, and
-// every timer under a manual clock) or in the wheel of the scheduler that armed it
-// (worker_timers: receive timeouts). Only the owner's thread touches the placement fields. A
-// wheel entry can still be cancelled from another thread (its process moved to another
-// scheduler): the canceller and the owner settle who ended it with one compare-and-swap on
-// `status`, and the loser leaves the entry alone.
+// An entry lives either in the wheel of the scheduler thread that armed it (worker_timers) or
+// in the runtime's shared heap (timer_service: timers armed by threads that are not schedulers,
+// and every timer under a manual clock). Only the owner's thread touches the placement fields.
+// A wheel entry can still be cancelled from another thread (its process moved to another
+// scheduler, or a send_after timer's reference was passed on): the canceller and the owner
+// settle who ended it with one compare-and-swap on `status`, and the loser leaves the entry
+// alone.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <limits>
 
 #include <beamlet/core/clock.hpp>
+#include <beamlet/core/detail/message.hpp>
 #include <beamlet/core/ids.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
@@ -45,6 +47,17 @@ struct timer_entry {
   /// The owner's stack of entries cancelled from other threads, which the owner unlinks and
   /// frees.
   timer_entry* handed_back = nullptr;
+};
+
+/// A send_after timer in a scheduler's wheel (worker_timers.hpp). Its owner alone links and
+/// unlinks it; other threads find it by reference (timer_refs.hpp) and read only `ref`,
+/// `target`, `deadline` and `status`.
+struct send_after_timer : timer_entry {
+  node_ptr msg;
+  std::uint64_t ref = 0;
+  /// The owner's chain of its timers aimed at the same pid, which the target's exit cancels.
+  send_after_timer* prev_same = nullptr;
+  send_after_timer* next_same = nullptr;
 };
 
 }  // namespace detail

@@ -13,6 +13,7 @@
 #include "runtime_core.hpp"
 #include "scheduler.hpp"
 #include "signals.hpp"
+#include "timer_refs.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
@@ -216,6 +217,14 @@ auto timer_service::unlink_target_locked(send_after_entry* e) noexcept
   return owned;
 }
 
+namespace {
+// Which bit of a process's timer_owners stands for timer owner `owner` (timer_refs.hpp): the
+// shared heap has bit 0 to itself, the wheels share the other 31.
+std::uint32_t owner_bit(std::uint32_t owner) noexcept {
+  return owner == timer_ref::shared_owner ? 1u : 2u << ((owner - 1) % 31);
+}
+}  // namespace
+
 ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
   node_ptr owned_msg(msg);
   pin guard(rt_);
@@ -224,16 +233,34 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
     // BEAM cancels a timer aimed at a pid that is not alive at once.
     return ref(rt_.new_ref());
   }
-  // Announce before arming; exit_process closes the inbox before reading this flag, so either
-  // the exit sees the flag and cancels, or we see the closed inbox below (both seq_cst).
-  target->timers_aimed.store(true, std::memory_order_seq_cst);
+  const clock_time deadline = deadline_after(rt_.now(), delay);
+  worker* w = rt_.uses_manual_clock ? nullptr : current_worker();
+  if (w != nullptr && &w->sched != &rt_.sched) w = nullptr;
+  const std::uint32_t owner =
+      w != nullptr ? static_cast<std::uint32_t>(w->index) + 1 : timer_ref::shared_owner;
+  // Announce the owner before arming; exit_process closes the inbox before reading these
+  // bits, so either the exit sees the bit and has the owner cancel, or we see the closed inbox
+  // below (both seq_cst; a bit already set was set by a seq_cst read-modify-write, which the
+  // acquire load orders before our inbox check).
+  const std::uint32_t bit = owner_bit(owner);
+  if ((target->timer_owners.load(std::memory_order_acquire) & bit) == 0)
+    target->timer_owners.fetch_or(bit, std::memory_order_seq_cst);
+  if (w != nullptr) {
+    const std::uint64_t r = w->timers.send_after(rt_, to, owned_msg, deadline);
+    if (target->inbox.load(std::memory_order_seq_cst) == inbox_word::closed) {
+      pid ignored;
+      (void)w->timers.cancel_send_after(rt_, r, ignored);
+    }
+    return ref(r);
+  }
+
   auto owned = std::make_unique<send_after_entry>();
   send_after_entry* const e = owned.get();
   e->type = timer_entry::kind::send_after;
   e->target = to;
   e->msg = std::move(owned_msg);
-  e->ref = rt_.new_ref();
-  e->deadline = deadline_after(rt_.now(), delay);
+  e->ref = timer_ref::make(timer_ref::shared_owner);
+  e->deadline = deadline;
   const std::uint64_t r = e->ref;
   {
     lock_guard lock(mu_);
@@ -261,6 +288,35 @@ ref timer_service::send_after(pid to, message_node* msg, timeout_value delay) {
 }
 
 std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noexcept {
+  if (!timer_ref::is_timer(r.value())) return std::nullopt;
+  const std::uint32_t owner = timer_ref::owner_of(r.value());
+  if (owner == timer_ref::shared_owner) return cancel_shared_send_after(r);
+  if (owner > rt_.sched.size()) return std::nullopt;  // (another runtime's)
+  const auto index = static_cast<std::uint16_t>(owner - 1);
+  pin guard(rt_);
+  pid target;
+  std::optional<clock_time> deadline;
+  worker* w = current_worker();
+  if (w != nullptr && w->index == index && &w->sched == &rt_.sched)
+    deadline = w->timers.cancel_send_after(rt_, r.value(), target);
+  else
+    deadline = rt_.sched.timers_of(index).cancel_send_after_from_elsewhere(r.value(), target);
+  if (!deadline) return std::nullopt;
+  // A timer whose target has exited was cancelled by that exit, as far as anyone can tell
+  // (its owner may not have got round to it yet).
+  proc* p = rt_.table.lookup(target);
+  if (p == nullptr || p->inbox.load(std::memory_order_seq_cst) == inbox_word::closed)
+    return std::nullopt;
+  return time_left(*deadline);
+}
+
+clock_time::duration timer_service::time_left(clock_time deadline) const noexcept {
+  if (deadline == clock_time::max()) return clock_time::duration::max();
+  const clock_time::duration left = deadline - rt_.now();
+  return left > clock_time::duration::zero() ? left : clock_time::duration::zero();
+}
+
+std::optional<clock_time::duration> timer_service::cancel_shared_send_after(ref r) noexcept {
   std::unique_ptr<send_after_entry> e;  // its message is destroyed without the lock
   {
     lock_guard lock(mu_);
@@ -269,13 +325,27 @@ std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noex
     remove_locked(found);
     e = unlink_target_locked(found);
   }
-  const clock_time now = rt_.now();
-  const clock_time::duration left =
-      e->deadline == clock_time::max() ? clock_time::duration::max() : e->deadline - now;
-  return left > clock_time::duration::zero() ? left : clock_time::duration::zero();
+  return time_left(e->deadline);
 }
 
-void timer_service::cancel_aimed_at(pid target) noexcept {
+void timer_service::cancel_aimed_at(pid target, std::uint32_t owners) noexcept {
+  if ((owners & 1u) != 0) cancel_shared_aimed_at(target);
+  if ((owners & ~1u) == 0) return;
+  worker* self = current_worker();
+  if (self != nullptr && &self->sched != &rt_.sched) self = nullptr;
+  const unsigned n = rt_.sched.size();
+  for (unsigned i = 0; i < n; ++i) {
+    if ((owners & owner_bit(i + 1)) == 0) continue;
+    if (self != nullptr && self->index == i) {
+      self->timers.cancel_aimed_at(rt_, target.serial());
+    } else if (rt_.sched.timers_of(static_cast<std::uint16_t>(i))
+                   .request_cancel_aimed_at(target.serial())) {
+      rt_.sched.wake_worker(i);  // (a worker asleep until its deadline would keep the memory)
+    }
+  }
+}
+
+void timer_service::cancel_shared_aimed_at(pid target) noexcept {
   // Declared before the lock, so the chain and its messages go after it is released.
   std::unique_ptr<send_after_entry> chain;
   lock_guard lock(mu_);

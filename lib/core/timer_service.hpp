@@ -1,22 +1,24 @@
-// Receive timeouts and send_after timers.
+// Receive timeouts and send_after timers: where each is armed, and the shared heap for the rest.
 //
-// A receive timeout is armed in the timer wheel of the scheduler thread running its process
-// (worker_timers.hpp): arming it and cancelling it there take no lock, and a cancel from another
-// scheduler hands the entry back to its owner without one. Everything else lives here, in one
-// binary min-heap guarded by a mutex, with a single Boost.Asio steady_timer on a dedicated
-// thread sleeping until the earliest deadline: send_after timers (cancelled by ref from any
-// thread, and by their target's exit), and under a manual clock every timer, so that advancing
-// the clock fires them all before it returns. Millions of pending timers are millions of
-// entries, not OS timers; each heap entry knows its position, so a timer cancelled before it
-// fires is removed at once instead of being left behind.
+// A timer armed on one of this runtime's scheduler threads lives in that scheduler's timer
+// wheel (worker_timers.hpp): a receive timeout, and a send_after timer, whose reference names
+// the wheel (timer_refs.hpp). Arming and cancelling there take no lock; a cancel from another
+// thread wins the entry's status and hands it back to its owner without one. Everything else
+// lives here, in one binary min-heap guarded by a mutex, with a single Boost.Asio steady_timer
+// on a dedicated thread sleeping until the earliest deadline: send_after timers armed by
+// threads that are not schedulers, and under a manual clock every timer, so that advancing the
+// clock fires them all before it returns. Millions of pending timers are millions of entries,
+// not OS timers; each heap entry knows its position, so a timer cancelled before it fires is
+// removed at once instead of being left behind.
 //
 // A fired receive timeout is delivered as a signal into the process's inbox carrying the
 // receive's sequence number, so it races with messages exactly like any other signal and a
 // stale timeout (the receive already completed) is recognised and dropped.
 //
-// send_after timers are also chained per target pid, so that a process's exit cancels every
-// timer aimed at it (as BEAM does for erlang:send_after/start_timer to a pid): the process
-// only has to look at one flag of its own on the exit path to know whether it has any.
+// A process's exit cancels every send_after timer aimed at it (as BEAM does for
+// erlang:send_after/start_timer to a pid): a timer's owner marks the target's timer_owners
+// before arming, and the exit asks each owner marked there to cancel (the heap chains its
+// timers per target pid; each wheel keeps its own chains).
 #pragma once
 
 #include <chrono>
@@ -61,13 +63,17 @@ class timer_service {
   /// makes a new entry for its next timeout.
   bool cancel(timer_entry*& e) noexcept;
 
-  /// Arms a timer delivering `msg` to `to` after `delay`. A target that is not alive (or the
-  /// null pid) gets no timer: the message is dropped and the ref cancels nothing.
+  /// Arms a timer delivering `msg` to `to` after `delay`: in the calling scheduler's wheel, or
+  /// here (a manual clock, or a thread that is not one of this runtime's schedulers). A target
+  /// that is not alive (or the null pid) gets no timer: the message is dropped and the ref
+  /// cancels nothing.
   ref send_after(pid to, message_node* msg, timeout_value delay);
-  /// Time left on a send_after timer, which is cancelled; nullopt if it fired or is unknown.
+  /// Time left on a send_after timer, which is cancelled; nullopt if it fired, its target has
+  /// exited, or it is unknown.
   std::optional<clock_time::duration> cancel_send_after(ref r) noexcept;
-  /// Cancels every send_after timer aimed at `target` (it is exiting).
-  void cancel_aimed_at(pid target) noexcept;
+  /// Cancels every send_after timer aimed at `target` (it is exiting); `owners` is its
+  /// proc::timer_owners, which says where such timers may be.
+  void cancel_aimed_at(pid target, std::uint32_t owners) noexcept;
 
   /// Timers pending, here and in every scheduler's wheel.
   std::size_t pending() const noexcept;
@@ -77,6 +83,9 @@ class timer_service {
   struct impl;
 
   bool cancel_shared(timer_entry* e) noexcept;
+  std::optional<clock_time::duration> cancel_shared_send_after(ref r) noexcept;
+  void cancel_shared_aimed_at(pid target) noexcept;
+  clock_time::duration time_left(clock_time deadline) const noexcept;
   void push_locked(timer_entry* e) BEAMLET_REQUIRES(mu_);
   void remove_locked(timer_entry* e) noexcept BEAMLET_REQUIRES(mu_);
   void sift_up(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);

@@ -46,6 +46,12 @@ void worker_timers::free_entry(timer_entry* e) noexcept {
   deallocate(e, sizeof(timer_entry));
 }
 
+void worker_timers::free_send_after(void* p) noexcept {
+  auto* e = static_cast<send_after_timer*>(p);
+  e->~send_after_timer();
+  deallocate(e, sizeof(send_after_timer));
+}
+
 void worker_timers::arm(timer_entry* e) noexcept {
   e->owner = owner_;
   e->status.store(timer_entry::state::armed, std::memory_order_relaxed);
@@ -77,13 +83,16 @@ bool worker_timers::cancel_from_elsewhere(timer_entry* e) noexcept {
   return true;
 }
 
-void worker_timers::free_handed_back() noexcept {
+void worker_timers::free_handed_back(runtime_core& rt) noexcept {
   timer_entry* e = handed_back_.exchange(nullptr, std::memory_order_acquire);
   std::size_t n = 0;
   while (e != nullptr) {
     timer_entry* const after = e->handed_back;
     if (e->place != timer_entry::unplaced) wheel_.remove(e);  // (else expire() took it out)
-    free_entry(e);
+    if (e->type == timer_entry::kind::send_after)
+      finish(rt, static_cast<send_after_timer*>(e));
+    else
+      free_entry(e);
     ++n;
     e = after;
   }
@@ -96,8 +105,146 @@ void worker_timers::free_handed_back() noexcept {
   }
 }
 
+// -- send_after timers
+// ------------------------------------------------------------------------------
+
+std::uint64_t worker_timers::send_after(runtime_core& rt, pid target, node_ptr& msg,
+                                        clock_time deadline) {
+  auto* e = ::new (allocate(sizeof(send_after_timer))) send_after_timer;
+  e->type = timer_entry::kind::send_after;
+  e->target = target;
+  e->deadline = deadline;
+  e->ref = timer_ref::make(static_cast<std::uint32_t>(owner_) + 1);
+  try {
+    refs_.insert(rt, e);
+    try {
+      send_after_timer** head = by_target_.find(target.serial());
+      if (head == nullptr) {
+        by_target_.insert(target.serial(), e);
+      } else {
+        (*head)->prev_same = e;
+        e->next_same = *head;
+        *head = e;
+      }
+    } catch (...) {
+      refs_.erase(rt, e);
+      throw;
+    }
+  } catch (...) {
+    free_send_after(e);  // never published: nobody else can have found it
+    throw;
+  }
+  e->msg = std::move(msg);
+  arm(e);
+  return e->ref;
+}
+
+void worker_timers::unlink_same(send_after_timer* e) noexcept {
+  if (e->next_same != nullptr) e->next_same->prev_same = e->prev_same;
+  if (e->prev_same != nullptr) {
+    e->prev_same->next_same = e->next_same;
+  } else if (e->next_same != nullptr) {
+    *by_target_.find(e->target.serial()) = e->next_same;
+  } else {
+    by_target_.erase(e->target.serial());
+  }
+  e->prev_same = e->next_same = nullptr;
+}
+
+void worker_timers::finish(runtime_core& rt, send_after_timer* e) noexcept {
+  refs_.erase(rt, e);
+  unlink_same(e);
+  e->msg.reset();
+  // Another thread reaches an entry only through refs_, and counts itself in finders_ before
+  // it looks (seq_cst, as the tombstone just stored and this load): either it is counted here,
+  // and the entry waits out every thread that may hold it, or it finds the tombstone. Most
+  // timers end with nobody looking, and go straight back to this thread's cache.
+  if (finders_.load(std::memory_order_seq_cst) == 0)
+    free_send_after(e);
+  else
+    rt.retire(e, &free_send_after);
+}
+
+std::optional<clock_time> worker_timers::cancel_send_after(runtime_core& rt, std::uint64_t r,
+                                                           pid& target) noexcept {
+  send_after_timer* e = refs_.find(r);
+  if (e == nullptr) return std::nullopt;
+  // Another thread may be cancelling it too.
+  auto expected = timer_entry::state::armed;
+  if (!e->status.compare_exchange_strong(expected, timer_entry::state::cancelled,
+                                         std::memory_order_acq_rel, std::memory_order_relaxed))
+    return std::nullopt;
+  const clock_time deadline = e->deadline;
+  target = e->target;
+  wheel_.remove(e);  // (armed: expire() has not taken it, which only this thread does)
+  finish(rt, e);
+  bump(owned_, -1);
+  return deadline;
+}
+
+std::optional<clock_time> worker_timers::cancel_send_after_from_elsewhere(std::uint64_t r,
+                                                                          pid& target) noexcept {
+  finders_.fetch_add(1, std::memory_order_seq_cst);
+  std::optional<clock_time> deadline;
+  if (send_after_timer* e = refs_.find(r)) {
+    // (Read before the entry is handed back: the owner may end it at once.)
+    const clock_time due = e->deadline;
+    const pid to = e->target;
+    if (cancel_from_elsewhere(e)) {
+      deadline = due;
+      target = to;
+    }
+  }
+  finders_.fetch_sub(1, std::memory_order_release);
+  return deadline;
+}
+
+void worker_timers::cancel_aimed_at(runtime_core& rt, std::uint64_t serial) noexcept {
+  send_after_timer** head = by_target_.find(serial);
+  if (head == nullptr) return;
+  for (send_after_timer* e = *head; e != nullptr;) {
+    send_after_timer* const after = e->next_same;
+    auto expected = timer_entry::state::armed;
+    if (e->status.compare_exchange_strong(expected, timer_entry::state::cancelled,
+                                          std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      wheel_.remove(e);
+      finish(rt, e);
+      bump(owned_, -1);
+    }
+    // (else cancelled from elsewhere: it comes back through handed_back_)
+    e = after;
+  }
+}
+
+bool worker_timers::request_cancel_aimed_at(std::uint64_t serial) noexcept {
+  purge_request* q = nullptr;
+  try {
+    q = static_cast<purge_request*>(allocate(sizeof(purge_request)));
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  q->serial = serial;
+  purge_request* head = purges_.load(std::memory_order_relaxed);
+  do {
+    q->next = head;
+  } while (!purges_.compare_exchange_weak(head, q, std::memory_order_seq_cst,
+                                          std::memory_order_relaxed));
+  return head == nullptr;
+}
+
+void worker_timers::run_requests(runtime_core& rt) noexcept {
+  purge_request* q = purges_.exchange(nullptr, std::memory_order_acquire);
+  while (q != nullptr) {
+    purge_request* const after = q->next;
+    cancel_aimed_at(rt, q->serial);
+    deallocate(q, sizeof(purge_request));
+    q = after;
+  }
+}
+
 std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
-  if (handed_back_.load(std::memory_order_relaxed) != nullptr) free_handed_back();
+  if (handed_back_.load(std::memory_order_relaxed) != nullptr) free_handed_back(rt);
+  if (purges_.load(std::memory_order_relaxed) != nullptr) run_requests(rt);
   if (wheel_.empty()) return 0;
   const clock_time due = timer_wheel::time_of(wheel_.next_tick());
   // Two ticks of the coarse clock and a millisecond of margin: it can trail by more than its
@@ -111,19 +258,28 @@ std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
   std::size_t fired = 0;
   pin guard(rt);
   for (timer_entry* e = wheel_.expire(now); e != nullptr;) {
-    // Read everything first: once the status says fired, the entry is its process's again.
+    // Read everything first: once the status says fired, a receive timeout's entry is its
+    // process's again.
     timer_entry* const after = e->next;
     const pid target = e->target;
     const std::uint32_t seq = e->seq;
     auto expected = timer_entry::state::armed;
     if (e->status.compare_exchange_strong(expected, timer_entry::state::fired,
                                           std::memory_order_acq_rel, std::memory_order_relaxed)) {
-      bump(owned_, -1);
       ++fired;
-      try {
-        deliver(rt, target, make_node<timeout_signal>(timeout_tag, timeout_signal{seq}));
-      } catch (...) {
-        // Out of memory: the receive waits for a message instead (documented OOM limitation).
+      if (e->type == timer_entry::kind::send_after) {
+        auto* s = static_cast<send_after_timer*>(e);
+        message_node* const msg = s->msg.release();
+        finish(rt, s);
+        (void)deliver(rt, target, msg);  // (a target that has exited drops it)
+        bump(owned_, -1);                // delivered before it stops counting as pending
+      } else {
+        bump(owned_, -1);
+        try {
+          deliver(rt, target, make_node<timeout_signal>(timeout_tag, timeout_signal{seq}));
+        } catch (...) {
+          // Out of memory: the receive waits for a message instead (documented OOM limitation).
+        }
       }
     }
     // (else it was cancelled from elsewhere and is on its way here through handed_back_)
@@ -133,12 +289,22 @@ std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
 }
 
 void worker_timers::discard() noexcept {
+  // Every send_after timer not ended yet is in refs_, handed back or not; the handed-back
+  // receive timeouts are this wheel's to free.
   timer_entry* e = handed_back_.exchange(nullptr, std::memory_order_acquire);
   while (e != nullptr) {
     timer_entry* const after = e->handed_back;
-    free_entry(e);
+    if (e->type == timer_entry::kind::receive_timeout) free_entry(e);
     e = after;
   }
+  for (purge_request* q = purges_.exchange(nullptr, std::memory_order_acquire); q != nullptr;) {
+    purge_request* const after = q->next;
+    deallocate(q, sizeof(purge_request));
+    q = after;
+  }
+  refs_.for_each([](send_after_timer* s) { free_send_after(s); });
+  refs_.clear();
+  by_target_.clear();
   wheel_.forget();
   owned_.store(0, std::memory_order_relaxed);
   drained_.store(0, std::memory_order_relaxed);

@@ -140,7 +140,9 @@ class basic_process {
   /// Delivers `msg` to `to` after `delay` (erlang:send_after). The returned ref cancels it.
   /// As on BEAM, the timer is cancelled when `to` exits, and a timer aimed at a pid that is
   /// not alive (the null pid included) is cancelled at once. An infinite delay never fires.
-  /// A negative or NaN delay throws timeout_value_error before anything is sent.
+  /// A negative or NaN delay throws timeout_value_error before anything is sent. The timer
+  /// waits in the wheel of the scheduler running this process, which fires it (at most one
+  /// 65.5 µs tick late, plus the run in progress there); any thread may cancel it.
   template <message T>
   ref send_after(pid to, T&& msg, timeout_value delay) const {
     return detail::send_node_after(*rt_, to, detail::make_message(std::forward<T>(msg)), delay);

@@ -13,8 +13,9 @@
 // declared after the runtime in the same scope is destroyed while the processes still run, so
 // call shutdown() before it goes (processes spawned outside a supervision tree, for instance,
 // are still running when the tree has stopped). An idle runtime uses no CPU: schedulers park
-// on a futex until their earliest receive timeout, and the timer thread (send_after timers)
-// sleeps until its earliest deadline.
+// on a futex until their earliest timer (receive timeouts, and send_after timers armed by their
+// processes), and the timer thread (send_after timers armed from other threads) sleeps until
+// its earliest deadline.
 #pragma once
 
 #include <chrono>
