@@ -25,6 +25,11 @@ std::uint64_t timer_ref::make(std::uint32_t owner) noexcept {
   return tag | (std::uint64_t{owner} << owner_shift) | count;
 }
 
+send_after_timer* timer_ref_table::tombstone() noexcept {
+  static send_after_timer erased;
+  return &erased;
+}
+
 timer_ref_table::~timer_ref_table() {
   clear();
 }

@@ -84,9 +84,8 @@ class timer_ref_table {
     std::size_t mask;
     std::atomic<send_after_timer*> slots[1];  // mask + 1 of them
   };
-  static send_after_timer* tombstone() noexcept {
-    return reinterpret_cast<send_after_timer*>(alignof(send_after_timer));
-  }
+  /// A slot whose entry was erased: the address of a static object, never an entry's.
+  static send_after_timer* tombstone() noexcept;
   static std::size_t hash(std::uint64_t r) noexcept {
     return static_cast<std::size_t>((r * 0x9E3779B97F4A7C15ull) >> 32);
   }
