@@ -264,6 +264,10 @@ void scheduler::notify_one() {
 
 void scheduler::wake_worker(unsigned index) {
   worker& w = *workers_[index];
+  // The requester pushed its request (seq_cst) before this load; park sets `sleeping` before
+  // it looks for requests. So either it sees the request, or we see it sleeping: the idle
+  // list's lock is taken only for a worker that sleeps.
+  if (!w.sleeping.load(std::memory_order_seq_cst)) return;
   {
     lock_guard lock(idle_mu_);
     const auto it = std::find(idle_.begin(), idle_.end(), &w);
@@ -333,8 +337,9 @@ void scheduler::park(worker& w) {
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   bool woken = false;
-  // (A request to the timers made before we joined the idle list is seen here; one made after
-  // finds us in it and wakes us.)
+  // A request to the timers made before `sleeping` is set is seen here; one made after finds
+  // us sleeping, and in the idle list, and wakes us (scheduler::wake_worker).
+  w.sleeping.store(true, std::memory_order_seq_cst);
   if (!stopping_.load(std::memory_order_seq_cst) && !has_visible_work(w) && w.ring.empty() &&
       !w.timers.requests_waiting()) {
     for (;;) {
@@ -351,6 +356,7 @@ void scheduler::park(worker& w) {
       futex_wait(w.sleep_word, 0, left);
     }
   }
+  w.sleeping.store(false, std::memory_order_relaxed);
   if (!woken) {
     lock_guard lock(idle_mu_);
     if (auto it = std::find(idle_.begin(), idle_.end(), &w); it != idle_.end()) {

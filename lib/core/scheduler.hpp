@@ -65,6 +65,8 @@ class worker {
   std::uint64_t ticks = 0;
   std::uint64_t rng;
   std::atomic<std::uint32_t> sleep_word{0};
+  /// In the idle list and about to sleep (or asleep): wake_worker's check before its lock.
+  std::atomic<bool> sleeping{false};
   std::thread thread;
   /// The receive timeouts armed on this thread (worker_timers.hpp).
   worker_timers timers;

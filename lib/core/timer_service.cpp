@@ -299,14 +299,16 @@ std::optional<clock_time::duration> timer_service::cancel_send_after(ref r) noex
   worker* w = current_worker();
   if (w != nullptr && w->index == index && &w->sched == &rt_.sched)
     deadline = w->timers.cancel_send_after(rt_, r.value(), target);
-  else
-    deadline = rt_.sched.timers_of(index).cancel_send_after_from_elsewhere(r.value(), target);
+  else {
+    bool wake = false;
+    deadline = rt_.sched.timers_of(index).cancel_send_after_from_elsewhere(r.value(), target, wake);
+    // (An owner asleep until its deadline, an hour away perhaps, would keep the message.)
+    if (wake) rt_.sched.wake_worker(index);
+  }
   if (!deadline) return std::nullopt;
   // A timer whose target has exited was cancelled by that exit, as far as anyone can tell
   // (its owner may not have got round to it yet).
-  proc* p = rt_.table.lookup(target);
-  if (p == nullptr || p->inbox.load(std::memory_order_seq_cst) == inbox_word::closed)
-    return std::nullopt;
+  if (!alive(target)) return std::nullopt;
   return time_left(*deadline);
 }
 
@@ -325,7 +327,14 @@ std::optional<clock_time::duration> timer_service::cancel_shared_send_after(ref 
     remove_locked(found);
     e = unlink_target_locked(found);
   }
+  if (!alive(e->target)) return std::nullopt;  // (as in a wheel: see cancel_send_after)
   return time_left(e->deadline);
+}
+
+bool timer_service::alive(pid target) const noexcept {
+  pin guard(rt_);
+  proc* p = rt_.table.lookup(target);
+  return p != nullptr && p->inbox.load(std::memory_order_seq_cst) != inbox_word::closed;
 }
 
 void timer_service::cancel_aimed_at(pid target, std::uint32_t owners) noexcept {

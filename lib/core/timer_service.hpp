@@ -86,6 +86,8 @@ class timer_service {
   std::optional<clock_time::duration> cancel_shared_send_after(ref r) noexcept;
   void cancel_shared_aimed_at(pid target) noexcept;
   clock_time::duration time_left(clock_time deadline) const noexcept;
+  /// `target` has not exited (its inbox is open).
+  bool alive(pid target) const noexcept;
   void push_locked(timer_entry* e) BEAMLET_REQUIRES(mu_);
   void remove_locked(timer_entry* e) noexcept BEAMLET_REQUIRES(mu_);
   void sift_up(std::uint32_t i) noexcept BEAMLET_REQUIRES(mu_);

@@ -69,7 +69,7 @@ bool worker_timers::cancel(timer_entry* e) noexcept {
   return true;
 }
 
-bool worker_timers::cancel_from_elsewhere(timer_entry* e) noexcept {
+bool worker_timers::cancel_from_elsewhere(timer_entry* e, bool* first) noexcept {
   auto expected = timer_entry::state::armed;
   if (!e->status.compare_exchange_strong(expected, timer_entry::state::cancelled,
                                          std::memory_order_acq_rel, std::memory_order_acquire))
@@ -78,8 +78,9 @@ bool worker_timers::cancel_from_elsewhere(timer_entry* e) noexcept {
   timer_entry* head = handed_back_.load(std::memory_order_relaxed);
   do {
     e->handed_back = head;
-  } while (!handed_back_.compare_exchange_weak(head, e, std::memory_order_release,
+  } while (!handed_back_.compare_exchange_weak(head, e, std::memory_order_seq_cst,
                                                std::memory_order_relaxed));
+  if (first != nullptr) *first = head == nullptr;
   return true;
 }
 
@@ -115,27 +116,32 @@ std::uint64_t worker_timers::send_after(runtime_core& rt, pid target, node_ptr& 
   e->target = target;
   e->deadline = deadline;
   e->ref = timer_ref::make(static_cast<std::uint32_t>(owner_) + 1);
+  // Chained, armed and only then published in refs_, the one place other threads look: until
+  // that last step nobody else can reach the entry, so a failure frees it directly.
   try {
-    refs_.insert(rt, e);
-    try {
-      send_after_timer** head = by_target_.find(target.serial());
-      if (head == nullptr) {
-        by_target_.insert(target.serial(), e);
-      } else {
-        (*head)->prev_same = e;
-        e->next_same = *head;
-        *head = e;
-      }
-    } catch (...) {
-      refs_.erase(rt, e);
-      throw;
+    send_after_timer** head = by_target_.find(target.serial());
+    if (head == nullptr) {
+      by_target_.insert(target.serial(), e);
+    } else {
+      (*head)->prev_same = e;
+      e->next_same = *head;
+      *head = e;
     }
   } catch (...) {
-    free_send_after(e);  // never published: nobody else can have found it
+    free_send_after(e);
+    throw;
+  }
+  arm(e);
+  try {
+    refs_.insert(rt, e);
+  } catch (...) {
+    wheel_.remove(e);
+    bump(owned_, -1);
+    unlink_same(e);
+    free_send_after(e);
     throw;
   }
   e->msg = std::move(msg);
-  arm(e);
   return e->ref;
 }
 
@@ -183,14 +189,15 @@ std::optional<clock_time> worker_timers::cancel_send_after(runtime_core& rt, std
 }
 
 std::optional<clock_time> worker_timers::cancel_send_after_from_elsewhere(std::uint64_t r,
-                                                                          pid& target) noexcept {
+                                                                          pid& target,
+                                                                          bool& wake) noexcept {
   finders_.fetch_add(1, std::memory_order_seq_cst);
   std::optional<clock_time> deadline;
   if (send_after_timer* e = refs_.find(r)) {
     // (Read before the entry is handed back: the owner may end it at once.)
     const clock_time due = e->deadline;
     const pid to = e->target;
-    if (cancel_from_elsewhere(e)) {
+    if (cancel_from_elsewhere(e, &wake)) {
       deadline = due;
       target = to;
     }
@@ -202,17 +209,24 @@ std::optional<clock_time> worker_timers::cancel_send_after_from_elsewhere(std::u
 void worker_timers::cancel_aimed_at(runtime_core& rt, std::uint64_t serial) noexcept {
   send_after_timer** head = by_target_.find(serial);
   if (head == nullptr) return;
-  for (send_after_timer* e = *head; e != nullptr;) {
-    send_after_timer* const after = e->next_same;
+  // Every status first, then the ends: ending one destroys its message, whose destructor may
+  // call back in here (cancel_timer on a timer of this chain finds it already cancelled).
+  timer_entry* won = nullptr;
+  for (send_after_timer* e = *head; e != nullptr; e = e->next_same) {
     auto expected = timer_entry::state::armed;
     if (e->status.compare_exchange_strong(expected, timer_entry::state::cancelled,
                                           std::memory_order_acq_rel, std::memory_order_relaxed)) {
       wheel_.remove(e);
-      finish(rt, e);
-      bump(owned_, -1);
+      e->next = won;  // (out of the wheel: its links are free)
+      won = e;
     }
     // (else cancelled from elsewhere: it comes back through handed_back_)
-    e = after;
+  }
+  while (won != nullptr) {
+    auto* const e = static_cast<send_after_timer*>(won);
+    won = won->next;
+    finish(rt, e);
+    bump(owned_, -1);
   }
 }
 
@@ -257,6 +271,11 @@ std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
   if (now < wheel_.next_tick()) return 0;
   std::size_t fired = 0;
   pin guard(rt);
+  // Every status first, then the send_after deliveries: delivering may destroy a message (its
+  // target gone, its mailbox full), whose destructor may cancel another timer of this batch,
+  // which then finds it fired instead of unlinking an entry this loop still walks.
+  timer_entry* to_deliver = nullptr;
+  timer_entry** to_deliver_tail = &to_deliver;
   for (timer_entry* e = wheel_.expire(now); e != nullptr;) {
     // Read everything first: once the status says fired, a receive timeout's entry is its
     // process's again.
@@ -268,11 +287,9 @@ std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
                                           std::memory_order_acq_rel, std::memory_order_relaxed)) {
       ++fired;
       if (e->type == timer_entry::kind::send_after) {
-        auto* s = static_cast<send_after_timer*>(e);
-        message_node* const msg = s->msg.release();
-        finish(rt, s);
-        (void)deliver(rt, target, msg);  // (a target that has exited drops it)
-        bump(owned_, -1);                // delivered before it stops counting as pending
+        e->next = nullptr;  // (fired here: the entry is this thread's alone)
+        *to_deliver_tail = e;
+        to_deliver_tail = &e->next;
       } else {
         bump(owned_, -1);
         try {
@@ -284,6 +301,15 @@ std::size_t worker_timers::poll(runtime_core& rt, clock_read how) noexcept {
     }
     // (else it was cancelled from elsewhere and is on its way here through handed_back_)
     e = after;
+  }
+  while (to_deliver != nullptr) {
+    auto* const s = static_cast<send_after_timer*>(to_deliver);
+    to_deliver = to_deliver->next;
+    const pid target = s->target;
+    message_node* const msg = s->msg.release();
+    finish(rt, s);
+    (void)deliver(rt, target, msg);  // (a target that has exited drops it)
+    bump(owned_, -1);                // delivered before it stops counting as pending
   }
   return fired;
 }

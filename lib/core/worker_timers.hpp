@@ -55,9 +55,11 @@ class worker_timers {
     return !wheel_.empty() || handed_back_.load(std::memory_order_relaxed) != nullptr ||
            requests_waiting();
   }
-  /// Something another thread asked for (a target's exit) waits for the owner.
+  /// Something another thread asked for (a target's exit) or handed back waits for the owner.
+  /// (seq_cst: scheduler::park pairs it with the requester's check that the owner sleeps.)
   bool requests_waiting() const noexcept {
-    return purges_.load(std::memory_order_acquire) != nullptr;
+    return purges_.load(std::memory_order_seq_cst) != nullptr ||
+           handed_back_.load(std::memory_order_seq_cst) != nullptr;
   }
   /// How poll() reads the time: `coarse` looks at the kernel's coarse clock first and skips
   /// the steady clock while nothing can be due (between runs); `precise` always reads the
@@ -86,9 +88,14 @@ class worker_timers {
   /// Cancels `e`, armed in this wheel, from another thread. True if it was still pending: the
   /// entry is then this wheel's to free, and the caller must forget it. False: it fired, and
   /// stays the caller's.
-  bool cancel_from_elsewhere(timer_entry* e) noexcept;
-  /// cancel_send_after from another thread (pinned): the entry goes back to the owner.
-  std::optional<clock_time> cancel_send_after_from_elsewhere(std::uint64_t r, pid& target) noexcept;
+  /// `first` (if given) is set when nothing else was handed back before it (see
+  /// cancel_send_after_from_elsewhere).
+  bool cancel_from_elsewhere(timer_entry* e, bool* first = nullptr) noexcept;
+  /// cancel_send_after from another thread (pinned): the entry goes back to the owner. `wake`
+  /// is set when the owner had nothing handed back before: the caller wakes it if it sleeps,
+  /// so that the timer's message does not wait for the owner's next deadline to be freed.
+  std::optional<clock_time> cancel_send_after_from_elsewhere(std::uint64_t r, pid& target,
+                                                             bool& wake) noexcept;
   /// Asks the owner to cancel its timers aimed at `serial`. True if the owner had nothing else
   /// asked of it (the caller wakes it); false too when the request could not be allocated (the
   /// timers then fire into nothing at their deadlines).
