@@ -8,6 +8,7 @@
 
 #include <beamlet/core/detail/layer_hooks.hpp>
 
+#include "block_counter.hpp"
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 #include "signals.hpp"
@@ -73,17 +74,8 @@ void runtime_core::start() {
 }
 
 std::uint64_t runtime_core::new_ref() noexcept {
-  // Threads take refs in blocks, so making a ref is a thread-local increment, not a shared
-  // atomic RMW; one counter for the whole program keeps refs unique across runtimes.
-  static std::atomic<std::uint64_t> next_block{1};
-  constexpr std::uint64_t block = 256;
-  thread_local std::uint64_t next = 0;
-  thread_local std::uint64_t end = 0;
-  if (next == end) {
-    next = next_block.fetch_add(block, std::memory_order_relaxed);
-    end = next + block;
-  }
-  return next++;
+  struct refs_tag;
+  return next_from_blocks<refs_tag>();
 }
 
 pin::pin(runtime_core& rt) noexcept {

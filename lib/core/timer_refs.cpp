@@ -6,22 +6,15 @@
 
 #include <beamlet/core/detail/allocator.hpp>
 
+#include "block_counter.hpp"
 #include "runtime_core.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace detail {
 
 std::uint64_t timer_ref::make(std::uint32_t owner) noexcept {
-  // As runtime_core::new_ref: blocks per thread, one counter for the program.
-  static std::atomic<std::uint64_t> next_block{1};
-  constexpr std::uint64_t block = 256;
-  thread_local std::uint64_t next = 0;
-  thread_local std::uint64_t end = 0;
-  if (next == end) {
-    next = next_block.fetch_add(block, std::memory_order_relaxed);
-    end = next + block;
-  }
-  const std::uint64_t count = next++ & count_mask;
+  struct timer_refs_tag;
+  const std::uint64_t count = next_from_blocks<timer_refs_tag>() & count_mask;
   return tag | (std::uint64_t{owner} << owner_shift) | count;
 }
 

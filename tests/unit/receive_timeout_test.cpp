@@ -1,6 +1,5 @@
 // Receive timeouts live in the timer wheel of the scheduler that armed them: these tests drive
 // the wheel at scale, and the cancels that cross from one scheduler to another.
-#include <pthread.h>
 #include <time.h>
 
 #include <memory>
@@ -34,11 +33,6 @@ task<> echo_pokes(process& self) {
   }
 }
 
-std::string thread_name() {
-  char name[32] = {};
-  ::pthread_getname_np(::pthread_self(), name, sizeof name);
-  return name;
-}
 }  // namespace
 
 // Many receives time out, a large share of them pending at once: each fires once, never before

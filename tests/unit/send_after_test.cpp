@@ -1,7 +1,6 @@
 // send_after timers armed by processes live in the wheel of the scheduler that armed them:
 // these tests cancel them from other schedulers and other threads, race cancels against
 // firings, fire a million of them, and end them with their target's exit.
-#include <pthread.h>
 
 #include <memory>
 #include <random>
@@ -32,11 +31,6 @@ struct cancelled {
   bool won;
 };
 
-std::string thread_name() {
-  char name[32] = {};
-  ::pthread_getname_np(::pthread_self(), name, sizeof name);
-  return name;
-}
 }  // namespace
 
 // Timers armed on schedulers and cancelled by processes (on whichever scheduler runs them) and

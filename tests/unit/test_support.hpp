@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <beamlet/beamlet.hpp>
 #include <beamlet/core/testing.hpp>
 
@@ -46,6 +47,14 @@ inline constexpr bool sanitized = under_asan || under_tsan;
 /// AddressSanitizer ~3x slower (a million queued requests took 46 s of the Clang suite). The
 /// smaller sizes still take every path the full ones do; the plain build runs the full sizes.
 inline constexpr int stress_divisor = under_tsan ? 20 : under_asan ? 4 : 1;
+
+/// The calling thread's name ("beamlet-sched-N" on a scheduler): tells which scheduler ran a
+/// process at some point.
+inline std::string thread_name() {
+  char name[32] = {};
+  ::pthread_getname_np(::pthread_self(), name, sizeof name);
+  return name;
+}
 
 // gtest's ASSERT_* `return`, which a coroutine cannot; these record the failure and end the
 // coroutine (a task<> body) instead.
