@@ -68,6 +68,11 @@ TEST_F(hostile_fixture, ExitReasonsKeepTheirTermsEndToEnd) {
                                                                     ? *r.value<term>()
                                                                     : term::make_atom("no_term")}));
   });
+  // An exit signal that reached the trapper before its first run would kill it (as on BEAM).
+  ASSERT_TRUE(eventually([&] {
+    const auto i = process_info(rt, trapper);
+    return i && i->trap_exit;
+  }));
   erl->eval(me, "spawn(fun() -> link(P), exit({badarg, self()}) end), ok.", {{"P", term(trapper)}});
   const auto trapped = next_term(tagged("trapped"));
   ASSERT_TRUE(trapped);
