@@ -137,10 +137,15 @@ TEST_F(call_fixture, AnElixirSupervisorKeepsABeamletChild) {
       auto c = dist::as_gen_call(m.get<term>());
       if (!c || !c->request.is_tuple() || c->request.size() != 2) continue;
       const pid sup = c->request[1].pid();
-      const pid child = self.spawn([sup](process& ch) -> task<> {
+      // Linked before the reply: a child that had not run yet when the test kills it would
+      // die unlinked, and the supervisor would never hear of it.
+      const pid child = self.spawn([sup, parent = self.self()](process& ch) -> task<> {
         ch.link(sup);
+        ch.send(parent, std::string("linked"));
         co_await ch.receive(on<int>());
       });
+      (void)co_await self.receive(
+          on<std::string>().when([](const std::string& s) { return s == "linked"; }));
       starts->fetch_add(1);
       dist::reply(self, *c, term::make_tuple({term::make_atom("ok"), term(child)}));
     }

@@ -1,6 +1,7 @@
 // run_until_signal (beamlet/otp/run_until_signal.hpp): a service's main waits for SIGINT or
 // SIGTERM, then stops its supervision tree in order; it also returns when the tree ends by itself.
 // Each test sends the signal to this program (ctest runs every test in a program of its own).
+#include <beamlet/otp/proc_lib.hpp>
 #include <beamlet/otp/run_until_signal.hpp>
 
 #include <signal.h>
@@ -30,13 +31,15 @@ class noted_worker : public gen_server<noted_worker> {
   journal* j_;
 };
 
-// A child that ignores the shutdown its supervisor asks for.
+// A child that ignores the shutdown its supervisor asks for. It acks once it traps exits: a
+// shutdown that reached it before its first run would end it at once.
 start_function stubborn_start() {
   return [](process& sup) -> task<start_result> {
-    co_return start_result::ok(sup.spawn_link([](process& self) -> task<> {
-      self.trap_exit(true);
-      for (;;) (void)co_await self.receive(on_any());
-    }));
+    co_return co_await beamlet::start_link(sup, [](process& c, const starter& st) -> task<> {
+      c.trap_exit(true);
+      st.ack(c, start_result::ok(c.self()));
+      for (;;) (void)co_await c.receive(on_any());
+    });
   };
 }
 
