@@ -2,7 +2,8 @@
 //
 //   net_bench server beamlet|beamlet-active|asio [--port N] [--schedulers N]
 //                                            prints "ready PORT", serves until SIGTERM
-//                                            (--schedulers: beamlet's, default one per core)
+//                                            (--schedulers: beamlet's schedulers, or Asio's
+//                                             threads; default one per core)
 //   net_bench client --port N [--connections C] [--size BYTES] [--seconds S] [--warmup S]
 //
 // The client prints one JSON line (round trips/s, MiB/s both ways, p50/p99 latency in µs) and
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
     const auto sched = static_cast<unsigned>(schedulers);
     if (kind == "beamlet") return run_beamlet_server(p, false, sched);
     if (kind == "beamlet-active") return run_beamlet_server(p, true, sched);
-    if (kind == "asio") return run_asio_server(p);
+    if (kind == "asio") return run_asio_server(p, sched);
     throw cli::error("server: unknown kind '" + std::string(kind) + "'");
   } catch (const cli::error& e) {
     std::fprintf(stderr, "net_bench: %s\n", e.what());

@@ -6,6 +6,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -15,10 +16,13 @@
 #include <beamlet/beamlet.hpp>
 #include <beamlet/net.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "net_bench.hpp"
 
@@ -46,7 +50,7 @@ beamlet::task<> echo_passive(beamlet::process& self, beamlet::net::tcp_socket s)
   }
 }
 
-// Active mode with a credit of 64 packets: the I/O thread pushes data without being asked for
+// Active mode with a credit of 64 packets: the socket's lane pushes data without being asked for
 // each packet, and the credit is topped up when it runs out (tcp_passive).
 beamlet::task<> echo_active(beamlet::process& self, beamlet::net::tcp_socket s) {
   namespace net = beamlet::net;
@@ -78,11 +82,15 @@ asio::awaitable<void> asio_session(tcp::socket s) {
   }
 }
 
-asio::awaitable<void> asio_listen(tcp::acceptor& acceptor) {
-  for (;;) {
-    tcp::socket s = co_await acceptor.async_accept(asio::use_awaitable);
+// Accepts on the first context and hands each connection to the next context in turn, each
+// run by a thread of its own (Asio's io_context-per-core pattern, as beamlet's schedulers do).
+asio::awaitable<void> asio_listen(tcp::acceptor& acceptor,
+                                  std::vector<std::unique_ptr<asio::io_context>>& contexts) {
+  for (std::size_t next = 0;; ++next) {
+    asio::io_context& to = *contexts[next % contexts.size()];
+    tcp::socket s = co_await acceptor.async_accept(to, asio::use_awaitable);
     s.set_option(tcp::no_delay(true));
-    asio::co_spawn(acceptor.get_executor(), asio_session(std::move(s)), asio::detached);
+    asio::co_spawn(to, asio_session(std::move(s)), asio::detached);
   }
 }
 
@@ -117,16 +125,22 @@ int run_beamlet_server(std::uint16_t port, bool active, unsigned schedulers) {
   return 0;
 }
 
-int run_asio_server(std::uint16_t port) {
-  asio::io_context ioc(1);
-  tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+int run_asio_server(std::uint16_t port, unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  for (unsigned i = 0; i < threads; ++i) contexts.push_back(std::make_unique<asio::io_context>(1));
+  asio::io_context& first = *contexts.front();
+  tcp::acceptor acceptor(first, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   acceptor.listen(asio::socket_base::max_listen_connections);
-  asio::co_spawn(ioc, asio_listen(acceptor), asio::detached);
+  asio::co_spawn(first, asio_listen(acceptor, contexts), asio::detached);
   std::printf("ready %u\n", acceptor.local_endpoint().port());
   std::fflush(stdout);
-  std::thread t([&] { ioc.run(); });
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  for (auto& c : contexts) work.push_back(asio::make_work_guard(*c));
+  std::vector<std::thread> running;
+  for (auto& c : contexts) running.emplace_back([&ioc = *c] { ioc.run(); });
   wait_for_signal();
-  ioc.stop();
-  t.join();
+  for (auto& c : contexts) c->stop();
+  for (std::thread& t : running) t.join();
   return 0;
 }

@@ -197,7 +197,7 @@ task<> monitor_demonitor(process& self, unsigned index, shared_state& s) {
 }
 
 // A 64-byte echo over loopback: the unit's client sends, its own server (an accepted socket's
-// owner) receives and sends back. One round trip per operation, through the I/O thread.
+// owner) receives and sends back. One round trip per operation, through the sockets' lanes.
 task<> socket_echo(process& self, unsigned index, shared_state& s) {
   net::listen_options lo;
   lo.accepted.framing = net::framing::prefix2;

@@ -405,8 +405,8 @@ int main(int argc, char** argv) {
 
   endpoint->stop();
   supervisor::stop(me, "replay", exit_reason::shutdown(), 30s);
-  // Processes ended by the shutdown close their sockets as they go; the I/O thread finishes the
-  // closes it was handed.
+  // Processes ended by the shutdown close their sockets as they go; the sockets' schedulers
+  // finish the closes they were handed.
   const auto closing = std::chrono::steady_clock::now() + 10s;
   while (net::open_sockets(rt) > 0 && std::chrono::steady_clock::now() < closing)
     std::this_thread::sleep_for(10ms);

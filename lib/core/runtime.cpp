@@ -64,6 +64,7 @@ runtime_core::~runtime_core() {  // NOLINT(bugprone-exception-escape)
   // the slots are empty.
   hooks.events.store(nullptr, std::memory_order_release);
   hooks.remote.store(nullptr, std::memory_order_release);
+  sched.install_io(nullptr);
 }
 
 void runtime_core::start() {

@@ -20,6 +20,9 @@ namespace detail {
 namespace {
 
 thread_local worker* tls_worker = nullptr;
+// Set while this worker is parked in its scheduler_io's wait: the handlers run there treat the
+// thread as an outside thread (it has left the epoch), but wake processes onto this worker.
+thread_local bool tls_io_parked = false;
 
 // How many processes a worker may run from its next slot in a row before it takes the oldest
 // process of its ring instead (fairness against a ping-pong pair).
@@ -40,6 +43,10 @@ constexpr std::uint64_t quiescent_interval = 16;
 constexpr std::chrono::milliseconds retired_recheck{50};
 // Spin rounds before parking; each round looks for work everywhere.
 constexpr int spin_rounds = 64;
+// A busy worker polls its I/O loop every this many runs (and after any run that asked for
+// I/O): readiness waits at most that many runs, and a poll (a system call once the loop has
+// had a descriptor) costs a fraction of them.
+constexpr std::uint64_t io_poll_interval = 31;
 
 // Makes this worker's thread-local tallies visible to stats_of (between runs, before parking
 // and when the worker stops): a runs's counting stays a plain thread-local add.
@@ -57,7 +64,7 @@ std::uint64_t xorshift(std::uint64_t& s) noexcept {
 }  // namespace
 
 worker* current_worker() noexcept {
-  return tls_worker;
+  return tls_io_parked ? nullptr : tls_worker;
 }
 
 worker::worker(scheduler& s, unsigned i, epoch_domain::record& r) noexcept
@@ -146,7 +153,7 @@ void scheduler::stop() noexcept {
     lock_guard lock(idle_mu_);
     for (worker* w : idle_) {
       w->sleep_word.store(1, std::memory_order_release);
-      futex_wake_one(w->sleep_word);
+      rouse(*w);
     }
     idle_.clear();
     sleepers_.store(0);
@@ -155,11 +162,33 @@ void scheduler::stop() noexcept {
     if (w->thread.joinable()) w->thread.join();
 }
 
+void scheduler::install_io(scheduler_io* io) noexcept {
+  io_.store(io, std::memory_order_seq_cst);
+  // Workers asleep on their futex wake and park again in the loop (or on the futex, if the
+  // loop was removed). One that parks after this lock section reads io_ after it.
+  std::vector<worker*> woken;
+  {
+    lock_guard lock(idle_mu_);
+    for (worker* w : idle_) w->sleep_word.store(1, std::memory_order_release);
+    woken.swap(idle_);
+    sleepers_.fetch_sub(static_cast<std::uint32_t>(woken.size()), std::memory_order_relaxed);
+  }
+  for (worker* w : woken) futex_wake_one(w->sleep_word);
+}
+
+void scheduler::rouse(worker& w) noexcept {
+  futex_wake_one(w.sleep_word);
+  // Read after the idle list's lock that took w out of it: a worker that parked in the loop
+  // pushed itself to that list after the loop was installed, so this load sees the loop.
+  if (scheduler_io* io = io_.load(std::memory_order_acquire)) io->interrupt(w.index);
+}
+
 void scheduler::wake(proc* p) {
   // Like Go's runnext: a process woken (or spawned) by a worker runs as soon as the current
   // one suspends, on the same core, and is not stolen meanwhile. A burst of wake-ups or spawns
   // pushes the earlier ones to the ring, where idle workers take them. From other threads it
-  // goes through the global queue.
+  // goes through the global queue. A worker parked in its I/O loop (tls_io_parked) still
+  // takes what its handlers wake: it is its own thread, and it leaves the park to run them.
   worker* w = tls_worker;
   if (w != nullptr && &w->sched == this) {
     w->push_next(p);
@@ -259,7 +288,7 @@ void scheduler::notify_one() {
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
     w->sleep_word.store(1, std::memory_order_release);
   }
-  futex_wake_one(w->sleep_word);
+  rouse(*w);
 }
 
 void scheduler::wake_worker(unsigned index) {
@@ -276,13 +305,19 @@ void scheduler::wake_worker(unsigned index) {
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
     w.sleep_word.store(1, std::memory_order_release);
   }
-  futex_wake_one(w.sleep_word);
+  rouse(w);
 }
 
 void scheduler::after_run(worker& w) {
   w.notified_early = false;
   // The clock is read only while this thread has timers pending.
   if (w.timers.active()) w.timers.poll(rt_);
+  // The I/O the run asked for (a recv's request, a close), and readiness now and then: the
+  // handlers wake processes into this worker's next slot and ring.
+  if (w.io_pending || w.ticks % io_poll_interval == 0) {
+    w.io_pending = false;
+    if (scheduler_io* io = io_.load(std::memory_order_acquire)) io->poll(w.index);
+  }
   if (w.pushed) {
     w.pushed = false;
     if (w.ring.size() > 0) notify_one();
@@ -303,7 +338,15 @@ void scheduler::park(worker& w) {
   // Spin first: a reply or a wake-up often comes within microseconds, and a futex round trip
   // costs more than that.
   spinning_.fetch_add(1, std::memory_order_relaxed);
+  scheduler_io* const spin_io = io_.load(std::memory_order_acquire);
   for (int i = 0; i < spin_rounds; ++i) {
+    // A packet often comes within the spin (the reply to what a process just sent): its
+    // handler wakes the waiting process here, with no futex and no lock.
+    if (spin_io != nullptr && spin_io->poll(w.index) != 0 &&
+        (w.next_slot != nullptr || !w.ring.empty())) {
+      spinning_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
     if (global_size_.load(std::memory_order_relaxed) != 0 || has_visible_work(w) ||
         stopping_.load(std::memory_order_relaxed)) {
       spinning_.fetch_sub(1, std::memory_order_relaxed);
@@ -336,6 +379,8 @@ void scheduler::park(worker& w) {
     idle_.push_back(&w);
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  // Read after the idle list's lock: see install_io and rouse.
+  scheduler_io* const io = io_.load(std::memory_order_acquire);
   bool woken = false;
   // A request to the timers made before `sleeping` is set is seen here; one made after finds
   // us sleeping, and in the idle list, and wakes us (scheduler::wake_worker).
@@ -346,6 +391,15 @@ void scheduler::park(worker& w) {
       if (w.sleep_word.load(std::memory_order_acquire) != 0) {
         woken = true;
         break;
+      }
+      if (io != nullptr) {
+        if (wake_by != clock_time::max() && std::chrono::steady_clock::now() >= wake_by) break;
+        tls_io_parked = true;
+        io->wait(w.index, wake_by);
+        tls_io_parked = false;
+        // A handler woke one of our processes (into our own queues: see wake()).
+        if (w.next_slot != nullptr || !w.ring.empty()) break;
+        continue;
       }
       if (wake_by == clock_time::max()) {
         futex_wait(w.sleep_word, 0, std::chrono::nanoseconds(-1));
@@ -407,6 +461,19 @@ void scheduler::clear_queues() noexcept {
   lock_guard lock(global_mu_);
   global_.clear();
   global_size_.store(0);
+}
+
+void install_hook(runtime_core& rt, scheduler_io* io) noexcept {
+  rt.sched.install_io(io);
+}
+
+int current_scheduler(const runtime_core& rt) noexcept {
+  const worker* w = current_worker();
+  return w != nullptr && &w->sched.rt() == &rt ? static_cast<int>(w->index) : -1;
+}
+
+void request_poll() noexcept {
+  if (worker* w = current_worker()) w->io_pending = true;
 }
 
 }  // namespace detail

@@ -17,6 +17,10 @@
 // earliest receive timeout in its own timer wheel is due (worker_timers.hpp). Between runs it
 // fires the timeouts that are due, reading the clock only while it has any pending (the
 // kernel's coarse clock first, a few ns, and the steady clock only when one may be due).
+//
+// Where a layer installs a scheduler_io (beamlet/core/detail/scheduler_io.hpp: the network
+// layer does), each worker also runs its own event loop: it polls it between runs and while it
+// spins, and parks in it instead of on the futex.
 #pragma once
 
 #include <atomic>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include <beamlet/core/config.hpp>
+#include <beamlet/core/detail/scheduler_io.hpp>
 
 #include "epoch.hpp"
 #include "run_queue.hpp"
@@ -62,6 +67,7 @@ class worker {
   unsigned next_streak = 0;
   bool pushed = false;          // made work stealable during the current run
   bool notified_early = false;  // already woke a sibling during the current run
+  bool io_pending = false;      // a process asked for I/O during the current run
   std::uint64_t ticks = 0;
   std::uint64_t rng;
   std::atomic<std::uint32_t> sleep_word{0};
@@ -84,7 +90,8 @@ class worker {
   void push_next(proc* p);
 };
 
-/// The worker running on this thread, or null.
+/// The worker running on this thread, or null (also while the worker is parked in its
+/// scheduler_io's wait: its thread then counts as an outside thread).
 worker* current_worker() noexcept;
 
 class scheduler {
@@ -104,6 +111,8 @@ class scheduler {
   void spawned(proc* p);
   /// Wakes worker `index` if it sleeps (another thread asked something of its timers).
   void wake_worker(unsigned index);
+  /// Installs (null: removes) the workers' I/O loops (detail/scheduler_io.hpp).
+  void install_io(scheduler_io* io) noexcept;
 
   unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
   runtime_core& rt() noexcept { return rt_; }
@@ -134,6 +143,8 @@ class scheduler {
   bool has_visible_work(const worker& w) const noexcept;
   /// Wakes a parked worker if any (full barrier first: pairs with park()'s announcement).
   void notify_one();
+  /// Wakes `w`, taken from the idle list with its sleep word set, wherever it sleeps.
+  void rouse(worker& w) noexcept;
   void after_run(worker& w);
   void pin_threads() noexcept;
 
@@ -154,6 +165,7 @@ class scheduler {
   std::atomic<std::uint32_t> sleepers_{0};
   std::atomic<std::uint32_t> spinning_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<scheduler_io*> io_{nullptr};
 };
 
 }  // namespace detail

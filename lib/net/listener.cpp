@@ -1,4 +1,5 @@
-// Listening and accepting, on the I/O thread.
+// Listening and accepting, on the listener's lane.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <utility>
@@ -15,8 +16,8 @@ namespace net::detail {
 
 namespace asio = boost::asio;
 
-acceptor_core::acceptor_core(io_engine& e, listen_options o)
-    : io(e), opts(std::move(o)), acceptor(e.context()) {}
+acceptor_core::acceptor_core(io_engine& e, unsigned l, listen_options o)
+    : io(e), lane(l), opts(std::move(o)), acceptor(e.context(l)) {}
 
 acceptor_core::~acceptor_core() {
   boost::system::error_code ec;
@@ -37,6 +38,7 @@ std::error_code acceptor_core::open() {
     ::close(fd);
     return to_error_code(ec);
   }
+  listen_fd = fd;
   protocol_ = ep.protocol();
   if (opts.reuse_address) {
     if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec)
@@ -52,14 +54,22 @@ std::error_code acceptor_core::open() {
   return {};
 }
 
-void acceptor_core::on_accept(std::uint64_t tag, pid to, timeout_value timeout) {
+void acceptor_core::stop_listening() noexcept {
+  if (closed.exchange(true, std::memory_order_acq_rel)) return;
+  // The lanes of the listener and of a connecting process are not the same thread, so the
+  // close posted to the listener's lane may run after a connect made later: shut the
+  // listening socket down here. Linux then refuses new connections at once.
+  if (listen_fd >= 0) ::shutdown(listen_fd, SHUT_RD);
+}
+
+void acceptor_core::on_accept(std::uint64_t tag, pid to, timeout_value timeout, unsigned home) {
   if (closed.load(std::memory_order_acquire) || !acceptor.is_open()) {
     io.deliver(to, socket_reply{tag, make_error_code(net_errc::closed), {}});
     return;
   }
-  waiter w{tag, to, ++serials_, nullptr};
+  waiter w{tag, to, ++serials_, home, nullptr};
   if (timeout.finite()) {
-    w.timer = std::make_unique<asio::steady_timer>(io.context(), timeout.duration());
+    w.timer = std::make_unique<asio::steady_timer>(io.context(lane), timeout.duration());
     w.timer->async_wait([self = shared_from_this(),
                          serial = w.serial](const boost::system::error_code& ec) {
       if (ec) return;
@@ -97,10 +107,15 @@ void acceptor_core::accept_more() {
 
 void acceptor_core::on_readable(const boost::system::error_code& ec) {
   if (ec) {
-    on_accepted(ec, tcp::socket(io.context()));
+    on_accepted(ec, tcp::socket(io.context(lane)));
     return;
   }
   const int fd = ::beamlet::detail::accept_tcp_socket(acceptor.native_handle());
+  if (fd < 0 && closed.load(std::memory_order_acquire)) {
+    // stop_listening shut it down: the close it posted answers the waiters.
+    accepting_ = false;
+    return;
+  }
   if (fd < 0) {
     // Nothing after all (another accept took it), or a connection that ended while it waited
     // in the backlog: wait for the next one, as Asio's accept does.
@@ -110,14 +125,14 @@ void acceptor_core::on_readable(const boost::system::error_code& ec) {
       return;
     }
     on_accepted(boost::system::error_code(errno, boost::system::system_category()),
-                tcp::socket(io.context()));
+                tcp::socket(io.context(lane)));
     return;
   }
-  tcp::socket s(io.context());
+  tcp::socket s(io.context(lane));
   boost::system::error_code assigned;
   if (s.assign(protocol_, fd, assigned); assigned) {
     ::close(fd);
-    on_accepted(assigned, tcp::socket(io.context()));
+    on_accepted(assigned, tcp::socket(io.context(lane)));
     return;
   }
   on_accepted({}, std::move(s));
@@ -153,10 +168,28 @@ void acceptor_core::hand_over(tcp::socket s) {
   waiters_.pop_front();
   if (w.timer != nullptr) w.timer->cancel();
   try {
-    auto st = std::make_shared<socket_state>(io, std::move(s), opts.accepted, w.to);
+    if (w.home != lane) {
+      // To the waiter's lane (nothing is pending on it yet): its owner's requests and its
+      // readiness are then served by the scheduler its owner runs on.
+      tcp::socket moved(io.context(w.home));
+      boost::system::error_code ec;
+      const int fd = s.release(ec);
+      if (ec) {
+        io.deliver(w.to, socket_reply{w.tag, to_error_code(ec), {}});
+        return;
+      }
+      if (moved.assign(protocol_, fd, ec); ec) {
+        ::close(fd);
+        io.deliver(w.to, socket_reply{w.tag, to_error_code(ec), {}});
+        return;
+      }
+      s = std::move(moved);
+    }
+    auto st = std::make_shared<socket_state>(io, w.home, std::move(s), opts.accepted, w.to);
     // If the waiter is gone, the handle dies with the message and the socket closes.
     io.deliver(w.to, socket_reply{w.tag, {}, tcp_socket(st)});
-    st->start();
+    // On its lane (reading is idempotent, so a request of the owner's may come first).
+    st->post([st] { st->start(); });
   } catch (...) {
     io.deliver(w.to, socket_reply{w.tag, std::make_error_code(std::errc::not_enough_memory), {}});
   }
@@ -177,9 +210,10 @@ void acceptor_core::on_close() noexcept {
 }
 
 listener_state::~listener_state() {
-  core->closed.store(true, std::memory_order_release);
+  core->stop_listening();
   io_engine& io = core->io;
-  io.post([c = std::move(core)] { c->on_close(); });
+  const unsigned l = core->lane;
+  io.post(l, [c = std::move(core)] { c->on_close(); });
 }
 
 }  // namespace net::detail

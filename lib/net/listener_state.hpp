@@ -1,6 +1,7 @@
 // A listening socket. The handles (tcp_listener copies) share a listener_state whose
-// destruction closes the acceptor; the I/O thread's pending accepts hold the acceptor_core
-// only, so the last handle going closes the listener even while accepts are pending.
+// destruction closes the acceptor; its lane's pending accepts hold the acceptor_core only, so
+// the last handle going closes the listener even while accepts are pending. A connection is
+// accepted on the listener's lane and moved to the lane of the process that accepts it.
 #pragma once
 
 #include <atomic>
@@ -23,20 +24,28 @@ namespace net::detail {
 using tcp = boost::asio::ip::tcp;
 
 struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
-  acceptor_core(io_engine& e, listen_options o);
+  acceptor_core(io_engine& e, unsigned lane, listen_options o);
   ~acceptor_core();
 
   io_engine& io;
+  const unsigned lane;
   const listen_options opts;
   tcp::acceptor acceptor;
   std::uint16_t port = 0;
   std::atomic<bool> closed{false};
+  int listen_fd = -1;  ///< set by open()
 
   /// Opens, binds and listens (caller's thread, before any operation is pending).
   std::error_code open();
-  /// I/O thread: one accept for `to`, answered with a socket_reply.
-  void on_accept(std::uint64_t tag, pid to, timeout_value timeout);
-  /// I/O thread: closes the acceptor; pending accepts are answered with closed.
+  /// Any thread: marks the listener closed and stops the kernel taking connections for it at
+  /// once (a connect from then on is refused, as after gen_tcp:close), before the lane closes
+  /// it (on_close, which the caller posts next). Only the first call acts: the descriptor
+  /// stays open until on_close, which runs after it.
+  void stop_listening() noexcept;
+  /// Lane: one accept for `to`, answered with a socket_reply; the socket is served by lane
+  /// `home` (the one `to` asked from).
+  void on_accept(std::uint64_t tag, pid to, timeout_value timeout, unsigned home);
+  /// Lane: closes the acceptor; pending accepts are answered with closed.
   void on_close() noexcept;
 
  private:
@@ -44,6 +53,7 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
     std::uint64_t tag;
     pid to;
     std::uint64_t serial;
+    unsigned home;
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
   void accept_more();
@@ -51,7 +61,7 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
   void on_accepted(const boost::system::error_code& ec, tcp::socket s);
   void hand_over(tcp::socket s);
 
-  // I/O thread only. One system accept is pending at a time for all waiters, in their order;
+  // Lane only. One system accept is pending at a time for all waiters, in their order;
   // a connection accepted after its waiter timed out goes to the next waiter.
   std::deque<waiter> waiters_;
   std::optional<tcp::socket> spare_;  ///< accepted after its waiter timed out

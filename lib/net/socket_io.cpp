@@ -1,4 +1,4 @@
-// The I/O thread's side of a socket: reading and framing on demand, writing the send queue,
+// A socket's lane's side of it: reading and framing on demand, writing the send queue,
 // the timers, and the end of the connection. See socket_state.hpp for who touches what.
 #include <algorithm>
 #include <array>
@@ -20,8 +20,10 @@ constexpr std::size_t read_chunk = std::size_t{64} * 1024;
 constexpr std::size_t max_gather = 16;  // packets per write system call
 }  // namespace
 
-socket_state::socket_state(io_engine& e, tcp::socket s, const socket_options& o, pid first_owner)
+socket_state::socket_state(io_engine& e, unsigned home, tcp::socket s, const socket_options& o,
+                           pid first_owner)
     : io(e),
+      lane(home),
       id(e.next_id()),
       opts(o),
       owner(first_owner.serial()),
@@ -80,7 +82,8 @@ void socket_state::on_recv(std::uint64_t tag, pid to, timeout_value timeout) {
   deliver_ready();
   if (!recv_) return;
   if (timeout.finite()) {
-    if (recv_timer_ == nullptr) recv_timer_ = std::make_unique<asio::steady_timer>(io.context());
+    if (recv_timer_ == nullptr)
+      recv_timer_ = std::make_unique<asio::steady_timer>(io.context(lane));
     recv_timer_->expires_after(timeout.duration());
     recv_timer_->async_wait(
         [self = shared_from_this(), serial](const boost::system::error_code& ec) {
@@ -171,7 +174,7 @@ void socket_state::read_more() {
 
 void socket_state::arm_idle_timer(std::uint64_t serial) {
   if (!opts.idle_timeout.finite()) return;
-  if (idle_timer_ == nullptr) idle_timer_ = std::make_unique<asio::steady_timer>(io.context());
+  if (idle_timer_ == nullptr) idle_timer_ = std::make_unique<asio::steady_timer>(io.context(lane));
   idle_timer_->expires_after(opts.idle_timeout.duration());
   idle_timer_->async_wait([self = shared_from_this(), serial](const boost::system::error_code& ec) {
     // Stale when the read it guarded has completed (and another may be pending).
@@ -299,7 +302,7 @@ void socket_state::on_write_failed(std::error_code ec) {
 
 void socket_state::arm_send_timer() {
   if (!opts.send_timeout.finite()) return;
-  if (send_timer_ == nullptr) send_timer_ = std::make_unique<asio::steady_timer>(io.context());
+  if (send_timer_ == nullptr) send_timer_ = std::make_unique<asio::steady_timer>(io.context(lane));
   send_timer_->expires_after(opts.send_timeout.duration());
   send_timer_->async_wait(
       [self = shared_from_this(), p = write_progress_](const boost::system::error_code& ec) {

@@ -1,5 +1,5 @@
-// A socket's state, shared by its handle (held by the owner) and the I/O thread's pending
-// operations. Everything below "I/O thread only" is touched by the I/O thread alone; the owner
+// A socket's state, shared by its handle (held by the owner) and its lane's pending operations
+// (io_engine.hpp). Everything below "lane only" is touched by its lane's thread alone; the owner
 // posts requests (on_recv, on_send...) and reads the few atomics. The state outlives the handle
 // while operations are pending: a closed socket's last handler releases it.
 #pragma once
@@ -30,12 +30,15 @@ namespace net::detail {
 using tcp = boost::asio::ip::tcp;
 
 struct socket_state : std::enable_shared_from_this<socket_state> {
-  socket_state(io_engine& e, tcp::socket s, const socket_options& o, pid first_owner);
+  /// `s` belongs to `lane`'s io_context.
+  socket_state(io_engine& e, unsigned lane, tcp::socket s, const socket_options& o,
+               pid first_owner);
   ~socket_state();
   socket_state(const socket_state&) = delete;
   socket_state& operator=(const socket_state&) = delete;
 
   io_engine& io;
+  const unsigned lane;  ///< the event loop (scheduler) that serves it
   const socket_id id;
   const socket_options opts;
 
@@ -47,7 +50,13 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   std::error_code write_error() const;
   void set_write_error(std::error_code ec);
 
-  // -- requests, run on the I/O thread ---------------------------------------------------------
+  /// Runs `f` on the socket's lane (io_engine::post).
+  template <class F>
+  void post(F&& f) noexcept {
+    io.post(lane, std::forward<F>(f));
+  }
+
+  // -- requests, run on the lane ---------------------------------------------------------------
   void on_recv(std::uint64_t tag, pid to, timeout_value timeout);
   void on_send(std::string bytes);
   void on_room(std::uint64_t tag, pid to, std::size_t need);
@@ -60,7 +69,7 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   /// Starts reading if the options ask for an active socket from the start.
   void start();
 
-  tcp::socket sock;   ///< I/O thread only
+  tcp::socket sock;   ///< lane only
   endpoint local_ep;  ///< fixed at creation, so any thread may read them
   endpoint peer_ep;
   /// The descriptor, for the owner's direct writes: valid until release_fd, which runs only
@@ -85,7 +94,7 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
   template <class T>
   bool to_owner(T msg);
 
-  // -- I/O thread only -------------------------------------------------------------------------
+  // -- lane only -------------------------------------------------------------------------------
   framer in_;
   std::deque<std::string> ready_;  ///< complete packets nobody has asked for yet
   active_mode active_;

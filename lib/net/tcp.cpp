@@ -1,7 +1,7 @@
-// The owner's side of sockets: each operation checks ownership, posts a request to the I/O
-// thread and, when it needs an answer, waits for it in a receive keyed on a fresh marked ref
+// The owner's side of sockets: each operation checks ownership, posts a request to the socket's
+// lane and, when it needs an answer, waits for it in a receive keyed on a fresh marked ref
 // (so the wait costs the same whatever the mailbox holds, and an exit signal ends it at once).
-// Timeouts are kept by the I/O thread, which always answers: no request is left dangling.
+// Timeouts are kept by the socket's lane, which always answers: no request is left dangling.
 #include <beamlet/net/tcp.hpp>
 
 #include <sys/socket.h>
@@ -68,30 +68,33 @@ std::error_code check(const socket_options& o) {
   return {};
 }
 
-/// One request to the I/O thread and its answer: `run(tag, self)` runs there and answers with an
-/// R carrying `tag`; the caller waits in a receive keyed on that fresh marked ref, so the wait
+/// One request to a lane and its answer: `run(tag, self)` runs there and answers with an R
+/// carrying `tag`; the caller waits in a receive keyed on that fresh marked ref, so the wait
 /// costs the same whatever its mailbox holds and an exit signal still ends it.
 template <class R, class Run>
-task<R> ask(process& self, io_engine& io, Run run) {
+task<R> ask(process& self, io_engine& io, unsigned lane, Run run) {
   const ref tag = self.make_ref(marked);
-  io.post([run = std::move(run), t = tag.value(), me = self.self()]() mutable { run(t, me); });
+  io.post(lane,
+          [run = std::move(run), t = tag.value(), me = self.self()]() mutable { run(t, me); });
   auto clause = on<R>().when([t = tag.value()](const R& r) { return r.tag == t; });
   auto m = co_await self.receive(since(tag), clause);
   co_return std::move(m.template get<R>());
 }
 
-/// One connect, on the I/O thread: resolve if need be, connect, time out.
+/// One connect, on the lane that will serve the socket: resolve if need be, connect, time out.
 struct connect_op : std::enable_shared_from_this<connect_op> {
-  connect_op(io_engine& e, std::uint64_t t, pid o, socket_options so)
+  connect_op(io_engine& e, unsigned l, std::uint64_t t, pid o, socket_options so)
       : io(e),
+        lane(l),
         tag(t),
         to(o),
         opts(so),
-        socket(e.context()),
-        resolver(e.context()),
-        timer(e.context()) {}
+        socket(e.context(l)),
+        resolver(e.context(l)),
+        timer(e.context(l)) {}
 
   io_engine& io;
+  unsigned lane;
   std::uint64_t tag;
   pid to;
   socket_options opts;
@@ -174,7 +177,7 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
     done = true;
     timer.cancel();
     try {
-      auto st = std::make_shared<socket_state>(io, std::move(socket), opts, to);
+      auto st = std::make_shared<socket_state>(io, lane, std::move(socket), opts, to);
       io.deliver(to, detail::socket_reply{tag, {}, tcp_socket(st)});
       st->start();
     } catch (...) {
@@ -216,8 +219,8 @@ void tcp_socket::close() noexcept {
   if (st_ == nullptr) return;
   std::shared_ptr<socket_state> st = std::move(st_);
   st->set_write_error(make_error_code(net_errc::closed));
-  io_engine& io = st->io;
-  io.post([st = std::move(st)] { st->on_close(); });
+  socket_state& s = *st;
+  s.post([st = std::move(st)] { st->on_close(); });
 }
 
 std::size_t tcp_socket::queued_bytes() const noexcept {
@@ -245,12 +248,13 @@ task<expected<tcp_socket, std::error_code>> connect(process& self, std::string a
                                                     timeout_value timeout) {
   if (const std::error_code bad = check(opts)) co_return failure(bad);
   io_engine& io = engine(self);
-  auto on_io = [&io, address = std::move(address), port, opts, timeout](std::uint64_t t,
-                                                                        pid me) mutable {
-    auto op = std::make_shared<connect_op>(io, t, me, opts);
+  const unsigned lane = io.home();
+  auto on_io = [&io, lane, address = std::move(address), port, opts, timeout](std::uint64_t t,
+                                                                              pid me) mutable {
+    auto op = std::make_shared<connect_op>(io, lane, t, me, opts);
     op->start(address, port, timeout);
   };
-  detail::socket_reply r = co_await ask<detail::socket_reply>(self, io, std::move(on_io));
+  detail::socket_reply r = co_await ask<detail::socket_reply>(self, io, lane, std::move(on_io));
   if (r.error) co_return failure(r.error);
   co_return std::move(r.socket);
 }
@@ -263,7 +267,7 @@ task<expected<std::string, std::error_code>> recv(process& self, tcp_socket& s,
   if (st == nullptr) co_return failure(net_errc::no_handle);
   if (!owned_by(*st, self)) co_return failure(net_errc::not_owner);
   auto on_io = [st, timeout](std::uint64_t t, pid me) { st->on_recv(t, me, timeout); };
-  detail::recv_reply r = co_await ask<detail::recv_reply>(self, st->io, std::move(on_io));
+  detail::recv_reply r = co_await ask<detail::recv_reply>(self, st->io, st->lane, std::move(on_io));
   if (r.error) co_return failure(r.error);
   co_return std::move(r.data);
 }
@@ -283,7 +287,7 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
   std::size_t q = st->queued.load(std::memory_order_acquire);
   std::size_t skip = 0;  // bytes already written directly
   if (q == 0) {
-    // Nothing queued, so the I/O thread is not writing: write here, without a thread hop. The
+    // Nothing queued, so the lane is not writing: write here, without a thread hop. The
     // descriptor stays valid while we own the socket (socket_state::shut_down).
     iovec parts[2] = {{header.data(), header.size()},
                       {const_cast<char*>(data.data()), data.size()}};
@@ -295,7 +299,7 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       const std::error_code ec(errno, std::system_category());
       st->set_write_error(ec);
-      st->io.post([st, ec] { st->on_write_failed(ec); });
+      st->post([st, ec] { st->on_write_failed(ec); });
       co_return failure(ec);
     }
     skip = w > 0 ? static_cast<std::size_t>(w) : 0;  // the rest goes through the queue
@@ -303,7 +307,8 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
   if (skip == 0 && q != 0 && q + n > st->opts.send_queue_limit) {
     if (st->opts.on_full == send_full::error) co_return failure(net_errc::send_queue_full);
     auto on_io = [st, n](std::uint64_t t, pid me) { st->on_room(t, me, n); };
-    const detail::room_reply r = co_await ask<detail::room_reply>(self, st->io, std::move(on_io));
+    const detail::room_reply r =
+        co_await ask<detail::room_reply>(self, st->io, st->lane, std::move(on_io));
     if (r.error) co_return failure(r.error);
   }
   std::string bytes;
@@ -312,19 +317,19 @@ task<expected<void, std::error_code>> send(process& self, tcp_socket& s, std::st
   bytes.append(data);
   bytes.erase(0, skip);
   st->queued.fetch_add(bytes.size(), std::memory_order_acq_rel);
-  st->io.post([st, b = std::move(bytes)]() mutable { st->on_send(std::move(b)); });
+  st->post([st, b = std::move(bytes)]() mutable { st->on_send(std::move(b)); });
   co_return expected<void, std::error_code>();
 }
 
 expected<void, std::error_code> set_active(basic_process& self, tcp_socket& s, active_mode mode) {
-  // A copy: the I/O thread's task below holds the state after this returns.
+  // A copy: the lane's task below holds the state after this returns.
   // NOLINTNEXTLINE(performance-unnecessary-copy-initialization)
   const std::shared_ptr<socket_state> st = s.state();
   if (st == nullptr) return failure(net_errc::no_handle);
   if (!owned_by(*st, self)) return failure(net_errc::not_owner);
   if (mode.mode() == active_mode::kind::n && (mode.count() < 1 || mode.count() > 32767))
     return failure(net_errc::bad_options);
-  st->io.post([st, mode] { st->on_set_active(mode); });
+  st->post([st, mode] { st->on_set_active(mode); });
   return {};
 }
 
@@ -337,7 +342,7 @@ task<expected<void, std::error_code>> controlling_process(process& self, tcp_soc
   // 1. Passive, so that nothing more is delivered to us.
   auto on_io = [st](std::uint64_t t, pid me) { st->on_pause(t, me); };
   const detail::pause_reply paused =
-      co_await ask<detail::pause_reply>(self, st->io, std::move(on_io));
+      co_await ask<detail::pause_reply>(self, st->io, st->lane, std::move(on_io));
   const active_mode was = paused.was;
   // 2. What was delivered to us already, in order.
   const socket_id id = st->id;
@@ -357,12 +362,12 @@ task<expected<void, std::error_code>> controlling_process(process& self, tcp_soc
     else if (auto* p = m.get_if<tcp_passive>())
       moved.emplace_back(*p);
   }
-  // 3. The new owner: the handle first, then those messages, then the I/O thread's.
+  // 3. The new owner: the handle first, then those messages, then the lane's.
   st->owner.store(new_owner.serial(), std::memory_order_release);
   self.send(new_owner, std::move(s));
   for (owner_message& m : moved)
     std::visit([&](auto& x) { self.send(new_owner, std::move(x)); }, m);
-  st->io.post([st, was] { st->on_set_active(was); });
+  st->post([st, was] { st->on_set_active(was); });
   co_return expected<void, std::error_code>();
 }
 
@@ -374,9 +379,9 @@ std::uint16_t tcp_listener::port() const noexcept {
 
 void tcp_listener::close() noexcept {
   if (st_ == nullptr) return;
-  st_->core->closed.store(true, std::memory_order_release);
+  st_->core->stop_listening();
   io_engine& io = st_->core->io;
-  io.post([c = st_->core] { c->on_close(); });
+  io.post(st_->core->lane, [c = st_->core] { c->on_close(); });
 }
 
 bool tcp_listener::closed() const noexcept {
@@ -388,7 +393,7 @@ expected<tcp_listener, std::error_code> listen_in(io_engine& io, listen_options 
   if (const std::error_code bad = check(opts.accepted)) return failure(bad);
   if (opts.backlog < 1) return failure(net_errc::bad_options);
   try {
-    auto c = std::make_shared<detail::acceptor_core>(io, std::move(opts));
+    auto c = std::make_shared<detail::acceptor_core>(io, io.home(), std::move(opts));
     if (const std::error_code ec = c->open()) return failure(ec);
     return tcp_listener(std::make_shared<detail::listener_state>(std::move(c)));
   } catch (const std::bad_alloc&) {
@@ -410,8 +415,10 @@ task<expected<tcp_socket, std::error_code>> accept(process& self, tcp_listener& 
   if (!l) co_return failure(net_errc::no_handle);
   const std::shared_ptr<detail::acceptor_core> c = l.state()->core;
   if (c->closed.load(std::memory_order_acquire)) co_return failure(net_errc::closed);
-  auto on_io = [c, timeout](std::uint64_t t, pid me) { c->on_accept(t, me, timeout); };
-  detail::socket_reply r = co_await ask<detail::socket_reply>(self, c->io, std::move(on_io));
+  const unsigned home = c->io.home();
+  auto on_io = [c, timeout, home](std::uint64_t t, pid me) { c->on_accept(t, me, timeout, home); };
+  detail::socket_reply r =
+      co_await ask<detail::socket_reply>(self, c->io, c->lane, std::move(on_io));
   if (r.error) co_return failure(r.error);
   co_return std::move(r.socket);
 }

@@ -137,8 +137,8 @@ TEST(HostileClients, AnnouncedButUnsentFramesDoNotGrowTheServer) {
   server s({"frames"});
   ASSERT_NE(s.port, 0);
   {
-    // A first connection, served and closed, so that what the I/O thread sets up once (its
-    // malloc arena, 64 MiB of address space) is in the baseline.
+    // A first connection, served and closed, so that what serving sockets sets up once (a
+    // scheduler's event loop, a malloc arena) is in the baseline.
     raw_client warm(s.port);
     warm.send(header4(1) + "x");
     ASSERT_TRUE(s.until([](const std::string& l) { return field(l, "end.ok") == 1; }));

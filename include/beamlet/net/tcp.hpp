@@ -33,7 +33,8 @@
 // close are written before the connection is shut down, as far as the peer takes them.
 //
 // Ordering: packets reach the owner in the order the peer sent them; bytes go out in the order
-// send was called. Where I/O runs: one I/O thread per runtime (docs/architecture.md) waits for
+// send was called. Where I/O runs: on the schedulers (docs/architecture.md). A socket is
+// served by the event loop of the scheduler whose process made or accepted it, which waits for
 // readiness, reads, writes what a send could not write at once, and hands results to processes
 // as messages.
 //
@@ -188,7 +189,7 @@ class tcp_socket {
   std::shared_ptr<detail::socket_state> st_;
 };
 
-/// Connects to address:port (numeric, or a host name resolved on the I/O thread) within
+/// Connects to address:port (numeric, or a host name resolved off the schedulers) within
 /// `timeout`. The calling process owns the socket.
 task<expected<tcp_socket, std::error_code>> connect(process& self, std::string address,
                                                     std::uint16_t port, socket_options opts = {},
