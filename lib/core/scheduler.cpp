@@ -345,6 +345,8 @@ void scheduler::park(worker& w) {
     if (spin_io != nullptr && spin_io->poll(w.index) != 0 &&
         (w.next_slot != nullptr || !w.ring.empty())) {
       spinning_.fetch_sub(1, std::memory_order_relaxed);
+      // A notify skipped because we spun ("a spinner will find it") is passed on.
+      if (global_size_.load(std::memory_order_relaxed) != 0) notify_one();
       return;
     }
     if (global_size_.load(std::memory_order_relaxed) != 0 || has_visible_work(w) ||

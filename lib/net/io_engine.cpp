@@ -22,7 +22,7 @@ void io_engine::attached(core::runtime_core& rt) {
 unsigned io_engine::home() noexcept {
   const int here = core::current_scheduler(*rt_);
   if (here >= 0 && static_cast<unsigned>(here) < lanes_.size()) return static_cast<unsigned>(here);
-  return turn_.fetch_add(1, std::memory_order_relaxed) % lanes();
+  return next_lane();
 }
 
 std::size_t io_engine::run_own(lane_state& l) noexcept {
@@ -56,6 +56,12 @@ std::size_t io_engine::poll(unsigned lane) noexcept {
 
 void io_engine::wait(unsigned lane, std::chrono::steady_clock::time_point deadline) noexcept {
   lane_state& l = *lanes_[lane];
+  // Requests the worker made just before it parked (a message it dropped while ending timers
+  // held a socket): they come first, and the worker must not sleep on them.
+  if (l.head != nullptr) {
+    run_own(l);
+    return;
+  }
   try {
     if (deadline == std::chrono::steady_clock::time_point::max())
       l.ioc.run_one();

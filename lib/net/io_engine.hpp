@@ -63,6 +63,8 @@ class io_engine final : public runtime_extension, public core::scheduler_io {
 
   /// The lane for an object made by this thread: its scheduler's, or the next in turn.
   unsigned home() noexcept;
+  /// The next lane in turn.
+  unsigned next_lane() noexcept { return turn_.fetch_add(1, std::memory_order_relaxed) % lanes(); }
   unsigned lanes() const noexcept { return static_cast<unsigned>(lanes_.size()); }
   boost::asio::io_context& context(unsigned lane) noexcept { return lanes_[lane]->ioc; }
 

@@ -54,20 +54,21 @@ std::error_code acceptor_core::open() {
   return {};
 }
 
-void acceptor_core::stop_listening() noexcept {
-  if (closed.exchange(true, std::memory_order_acq_rel)) return;
+bool acceptor_core::stop_listening() noexcept {
+  if (closed.exchange(true, std::memory_order_acq_rel)) return false;
   // The lanes of the listener and of a connecting process are not the same thread, so the
   // close posted to the listener's lane may run after a connect made later: shut the
   // listening socket down here. Linux then refuses new connections at once.
   if (listen_fd >= 0) ::shutdown(listen_fd, SHUT_RD);
+  return true;
 }
 
-void acceptor_core::on_accept(std::uint64_t tag, pid to, timeout_value timeout, unsigned home) {
+void acceptor_core::on_accept(std::uint64_t tag, pid to, timeout_value timeout) {
   if (closed.load(std::memory_order_acquire) || !acceptor.is_open()) {
     io.deliver(to, socket_reply{tag, make_error_code(net_errc::closed), {}});
     return;
   }
-  waiter w{tag, to, ++serials_, home, nullptr};
+  waiter w{tag, to, ++serials_, nullptr};
   if (timeout.finite()) {
     w.timer = std::make_unique<asio::steady_timer>(io.context(lane), timeout.duration());
     w.timer->async_wait([self = shared_from_this(),
@@ -168,10 +169,11 @@ void acceptor_core::hand_over(tcp::socket s) {
   waiters_.pop_front();
   if (w.timer != nullptr) w.timer->cancel();
   try {
-    if (w.home != lane) {
-      // To the waiter's lane (nothing is pending on it yet): its owner's requests and its
-      // readiness are then served by the scheduler its owner runs on.
-      tcp::socket moved(io.context(w.home));
+    // The next lane in turn (nothing is pending on it yet): its first packet's wake-up brings
+    // its owner there, so the connections spread over the schedulers.
+    const unsigned home = io.next_lane();
+    if (home != lane) {
+      tcp::socket moved(io.context(home));
       boost::system::error_code ec;
       const int fd = s.release(ec);
       if (ec) {
@@ -185,7 +187,7 @@ void acceptor_core::hand_over(tcp::socket s) {
       }
       s = std::move(moved);
     }
-    auto st = std::make_shared<socket_state>(io, w.home, std::move(s), opts.accepted, w.to);
+    auto st = std::make_shared<socket_state>(io, home, std::move(s), opts.accepted, w.to);
     // If the waiter is gone, the handle dies with the message and the socket closes.
     io.deliver(w.to, socket_reply{w.tag, {}, tcp_socket(st)});
     // On its lane (reading is idempotent, so a request of the owner's may come first).
@@ -210,7 +212,7 @@ void acceptor_core::on_close() noexcept {
 }
 
 listener_state::~listener_state() {
-  core->stop_listening();
+  if (!core->stop_listening()) return;  // closed already: the close is posted
   io_engine& io = core->io;
   const unsigned l = core->lane;
   io.post(l, [c = std::move(core)] { c->on_close(); });

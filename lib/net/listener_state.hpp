@@ -1,7 +1,7 @@
 // A listening socket. The handles (tcp_listener copies) share a listener_state whose
 // destruction closes the acceptor; its lane's pending accepts hold the acceptor_core only, so
 // the last handle going closes the listener even while accepts are pending. A connection is
-// accepted on the listener's lane and moved to the lane of the process that accepts it.
+// accepted on the listener's lane and moved to the next lane in turn.
 #pragma once
 
 #include <atomic>
@@ -38,13 +38,13 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
   /// Opens, binds and listens (caller's thread, before any operation is pending).
   std::error_code open();
   /// Any thread: marks the listener closed and stops the kernel taking connections for it at
-  /// once (a connect from then on is refused, as after gen_tcp:close), before the lane closes
-  /// it (on_close, which the caller posts next). Only the first call acts: the descriptor
-  /// stays open until on_close, which runs after it.
-  void stop_listening() noexcept;
-  /// Lane: one accept for `to`, answered with a socket_reply; the socket is served by lane
-  /// `home` (the one `to` asked from).
-  void on_accept(std::uint64_t tag, pid to, timeout_value timeout, unsigned home);
+  /// once (a connect from then on is refused, as after gen_tcp:close). True for the first
+  /// call only, which must then post on_close (the descriptor stays open until on_close, so
+  /// the shutdown cannot reach a number reused meanwhile).
+  bool stop_listening() noexcept;
+  /// Lane: one accept for `to`, answered with a socket_reply; the socket is served by the next
+  /// lane in turn, so a listener's connections spread over every scheduler.
+  void on_accept(std::uint64_t tag, pid to, timeout_value timeout);
   /// Lane: closes the acceptor; pending accepts are answered with closed.
   void on_close() noexcept;
 
@@ -53,7 +53,6 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
     std::uint64_t tag;
     pid to;
     std::uint64_t serial;
-    unsigned home;
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
   void accept_more();

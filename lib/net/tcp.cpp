@@ -379,7 +379,7 @@ std::uint16_t tcp_listener::port() const noexcept {
 
 void tcp_listener::close() noexcept {
   if (st_ == nullptr) return;
-  st_->core->stop_listening();
+  if (!st_->core->stop_listening()) return;  // closed already: the close is posted
   io_engine& io = st_->core->io;
   io.post(st_->core->lane, [c = st_->core] { c->on_close(); });
 }
@@ -415,8 +415,7 @@ task<expected<tcp_socket, std::error_code>> accept(process& self, tcp_listener& 
   if (!l) co_return failure(net_errc::no_handle);
   const std::shared_ptr<detail::acceptor_core> c = l.state()->core;
   if (c->closed.load(std::memory_order_acquire)) co_return failure(net_errc::closed);
-  const unsigned home = c->io.home();
-  auto on_io = [c, timeout, home](std::uint64_t t, pid me) { c->on_accept(t, me, timeout, home); };
+  auto on_io = [c, timeout](std::uint64_t t, pid me) { c->on_accept(t, me, timeout); };
   detail::socket_reply r =
       co_await ask<detail::socket_reply>(self, c->io, c->lane, std::move(on_io));
   if (r.error) co_return failure(r.error);

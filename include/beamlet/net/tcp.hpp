@@ -34,7 +34,8 @@
 //
 // Ordering: packets reach the owner in the order the peer sent them; bytes go out in the order
 // send was called. Where I/O runs: on the schedulers (docs/architecture.md). A socket is
-// served by the event loop of the scheduler whose process made or accepted it, which waits for
+// served by the event loop of the scheduler whose process made it (accepted ones: each
+// scheduler's in turn), which waits for
 // readiness, reads, writes what a send could not write at once, and hands results to processes
 // as messages.
 //
