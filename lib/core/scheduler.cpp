@@ -314,9 +314,15 @@ void scheduler::after_run(worker& w) {
   if (w.timers.active()) w.timers.poll(rt_);
   // The I/O the run asked for (a recv's request, a close), and readiness now and then: the
   // handlers wake processes into this worker's next slot and ring.
-  if (w.io_pending || w.ticks % io_poll_interval == 0) {
+  const bool poll_due = w.ticks % io_poll_interval == 0;
+  if (w.io_pending || poll_due) {
     w.io_pending = false;
-    if (scheduler_io* io = io_.load(std::memory_order_acquire)) io->poll(w.index);
+    if (scheduler_io* io = io_.load(std::memory_order_acquire)) {
+      if (poll_due)
+        io->poll(w.index);
+      else
+        io->flush(w.index);
+    }
   }
   if (w.pushed) {
     w.pushed = false;

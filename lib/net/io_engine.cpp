@@ -54,6 +54,10 @@ std::size_t io_engine::poll(unsigned lane) noexcept {
   return ran + run_own(l);  // what the handlers asked for
 }
 
+void io_engine::flush(unsigned lane) noexcept {
+  (void)run_own(*lanes_[lane]);
+}
+
 void io_engine::wait(unsigned lane, std::chrono::steady_clock::time_point deadline) noexcept {
   lane_state& l = *lanes_[lane];
   // Requests the worker made just before it parked (a message it dropped while ending timers

@@ -122,6 +122,7 @@ class io_engine final : public runtime_extension, public core::scheduler_io {
 
   // scheduler_io: called by scheduler `lane`'s thread (interrupt: by any thread).
   std::size_t poll(unsigned lane) noexcept override;
+  void flush(unsigned lane) noexcept override;
   void wait(unsigned lane, std::chrono::steady_clock::time_point deadline) noexcept override;
   void interrupt(unsigned lane) noexcept override;
 

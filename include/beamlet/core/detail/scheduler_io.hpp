@@ -4,9 +4,10 @@
 // and installs a scheduler_io with install_hook (the rules of layer_hooks.hpp: it stays valid
 // until the core is destroyed, and is installed as the last step of its extension's
 // attached()). From then on each worker, on its own thread:
-//  - calls poll(i) after a run in which one of its processes asked for I/O (request_poll), every
-//    few dozen runs otherwise, and on every round of the spin before it parks, so readiness
-//    on its descriptors waits at most a few runs of a busy worker;
+//  - calls flush(i) after a run in which one of its processes asked for I/O (request_poll), and
+//    poll(i) every few dozen runs and on every round of the spin before it parks, so readiness
+//    on its descriptors waits at most a few runs of a busy worker, and a busy worker makes one
+//    readiness system call per few dozen runs, not one per run;
 //  - parks in wait(i, deadline) instead of on its futex, and is woken from it by interrupt(i),
 //    which any thread may call.
 // Handlers run by poll are worker code: a process they wake runs next on the same worker, with
@@ -32,6 +33,8 @@ class scheduler_io {
  public:
   /// Runs what is ready on scheduler `index`'s loop without blocking; how many handlers ran.
   virtual std::size_t poll(unsigned index) noexcept = 0;
+  /// Runs what the processes of scheduler `index` asked for (no readiness check: cheap).
+  virtual void flush(unsigned index) noexcept = 0;
   /// Blocks until scheduler `index`'s loop has run a handler, interrupt(index) is called, or
   /// `deadline` passes (time_point::max(): no deadline). May return early.
   virtual void wait(unsigned index, std::chrono::steady_clock::time_point deadline) noexcept = 0;
@@ -50,7 +53,7 @@ void install_hook(runtime_core& rt, scheduler_io* io) noexcept;
 /// The index of the scheduler of `rt` whose process code runs on this thread, or -1: another
 /// thread, another runtime's worker, or a worker parked in wait().
 int current_scheduler(const runtime_core& rt) noexcept;
-/// Has this thread's scheduler call poll() as soon as the process now running suspends
+/// Has this thread's scheduler call flush() as soon as the process now running suspends
 /// (nothing on other threads).
 void request_poll() noexcept;
 
