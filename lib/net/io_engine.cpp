@@ -5,6 +5,11 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace net::detail {
 
+namespace {
+// Handlers one poll runs at most.
+constexpr std::size_t poll_budget = 256;
+}  // namespace
+
 void io_engine::attached(core::runtime_core& rt) {
   rt_ = &rt;
   const unsigned n = std::max(1u, core::scheduler_count(rt));
@@ -47,7 +52,9 @@ std::size_t io_engine::poll(unsigned lane) noexcept {
   // another process (see post).
   std::size_t ran = run_own(l);
   try {
-    ran += l.ioc.poll();
+    // A budget, so that a lane with many busy sockets still lets its scheduler run the
+    // processes the handlers woke (the rest wait for the next poll, a few runs away).
+    for (std::size_t n = 0; n < poll_budget && l.ioc.poll_one() != 0; ++n) ++ran;
   } catch (...) {
     ++ran;  // a handler ran out of memory; the rest run at the next poll
   }

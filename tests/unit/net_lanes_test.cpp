@@ -17,20 +17,20 @@ namespace {
 
 using net::framing;
 
-runtime_options schedulers(unsigned n) {
+runtime_options lane_runtime(unsigned n) {
   runtime_options o;
   o.schedulers = n;
   return o;
 }
 
-net::socket_options framed() {
+net::socket_options lane_framed() {
   net::socket_options o;
   o.framing = framing::prefix2;
   o.max_packet = 4096;
   return o;
 }
 
-net::tcp_listener listener_for(runtime& rt, net::socket_options accepted) {
+net::tcp_listener lane_listener(runtime& rt, net::socket_options accepted) {
   net::listen_options o;
   o.accepted = accepted;
   auto l = net::listen(rt, o);
@@ -39,7 +39,7 @@ net::tcp_listener listener_for(runtime& rt, net::socket_options accepted) {
 }
 
 /// Accepts one connection and echoes its packets until the peer closes.
-void spawn_echo(runtime& rt, net::tcp_listener l) {
+void spawn_lane_echo(runtime& rt, net::tcp_listener l) {
   rt.spawn([l](process& self) mutable -> task<> {
     auto s = co_await net::accept(self, l);
     if (!s) co_return;
@@ -50,7 +50,7 @@ void spawn_echo(runtime& rt, net::tcp_listener l) {
   });
 }
 
-std::size_t open_descriptors() {
+std::size_t lane_descriptors() {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
   return n;
@@ -59,17 +59,17 @@ std::size_t open_descriptors() {
 // Many clients and servers, made by processes on four schedulers at once: every echo comes
 // back whole and to the right client.
 TEST(NetLanes, ConnectionsOnEverySchedulerEchoAtOnce) {
-  runtime rt(schedulers(4));
-  const net::tcp_listener l = listener_for(rt, framed());
+  runtime rt(lane_runtime(4));
+  const net::tcp_listener l = lane_listener(rt, lane_framed());
   const std::uint16_t port = l.port();
   constexpr int connections = 16;
   constexpr int round_trips = 300;
-  for (int i = 0; i < connections; ++i) spawn_echo(rt, l);
+  for (int i = 0; i < connections; ++i) spawn_lane_echo(rt, l);
   std::atomic<int> good{0};
   std::vector<pid> clients;
   for (int i = 0; i < connections; ++i) {
     clients.push_back(rt.spawn([i, port, &good](process& self) -> task<> {
-      auto s = co_await net::connect(self, "127.0.0.1", port, framed(), 10s);
+      auto s = co_await net::connect(self, "127.0.0.1", port, lane_framed(), 10s);
       if (!s) co_return;
       for (int k = 0; k < round_trips; ++k) {
         const std::string out = std::to_string(i) + ":" + std::to_string(k);
@@ -91,8 +91,8 @@ TEST(NetLanes, ConnectionsOnEverySchedulerEchoAtOnce) {
 // and keeps being moved between schedulers by busy neighbours: the peer gets every byte in the
 // order of the sends, whichever scheduler each send came from.
 TEST(NetLanes, SendsFromSeveralSchedulersKeepTheirOrder) {
-  runtime rt(schedulers(4));
-  net::tcp_listener l = listener_for(rt, {});
+  runtime rt(lane_runtime(4));
+  net::tcp_listener l = lane_listener(rt, {});
   std::atomic<bool> stop{false};
   for (int i = 0; i < 6; ++i) {
     rt.spawn([&stop](process& self) -> task<> {
@@ -132,13 +132,13 @@ TEST(NetLanes, SendsFromSeveralSchedulersKeepTheirOrder) {
 // A scheduler that always has a process to run never parks in its event loop: it still polls
 // it between runs, so its sockets are served.
 TEST(NetLanes, ASchedulerThatNeverIdlesStillServesItsSockets) {
-  runtime rt(schedulers(1));
+  runtime rt(lane_runtime(1));
   std::atomic<bool> stop{false};
   rt.spawn([&stop](process& self) -> task<> {
     while (!stop.load(std::memory_order_relaxed)) co_await self.yield();
   });
-  net::tcp_listener l = listener_for(rt, {});
-  spawn_echo(rt, l);
+  net::tcp_listener l = lane_listener(rt, {});
+  spawn_lane_echo(rt, l);
   raw_client c(l.port());
   for (int k = 0; k < 50; ++k) {
     const std::string out = "ping " + std::to_string(k);
@@ -151,11 +151,11 @@ TEST(NetLanes, ASchedulerThatNeverIdlesStillServesItsSockets) {
 // A runtime that ends with connections open on all its schedulers, with reads pending and
 // bytes queued, closes every descriptor.
 TEST(NetLanes, ARuntimeEndsWithSocketsOpenOnEveryScheduler) {
-  const std::size_t before = open_descriptors();
+  const std::size_t before = lane_descriptors();
   std::vector<std::unique_ptr<raw_client>> peers;
   {
-    runtime rt(schedulers(4));
-    net::tcp_listener l = listener_for(rt, {});
+    runtime rt(lane_runtime(4));
+    net::tcp_listener l = lane_listener(rt, {});
     std::atomic<int> ready{0};
     for (int i = 0; i < 12; ++i) {
       rt.spawn([l, &ready](process& self) mutable -> task<> {
@@ -171,8 +171,8 @@ TEST(NetLanes, ARuntimeEndsWithSocketsOpenOnEveryScheduler) {
     ASSERT_TRUE(eventually([&] { return ready.load() == 12; }));
   }
   peers.clear();
-  EXPECT_TRUE(eventually([&] { return open_descriptors() <= before; }))
-      << open_descriptors() << " descriptors open, " << before << " before";
+  EXPECT_TRUE(eventually([&] { return lane_descriptors() <= before; }))
+      << lane_descriptors() << " descriptors open, " << before << " before";
 }
 
 }  // namespace
