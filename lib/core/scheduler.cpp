@@ -163,9 +163,11 @@ void scheduler::stop() noexcept {
 }
 
 void scheduler::install_io(scheduler_io* io) noexcept {
-  io_.store(io, std::memory_order_seq_cst);
-  // Workers asleep on their futex wake and park again in the loop (or on the futex, if the
-  // loop was removed). One that parks after this lock section reads io_ after it.
+  scheduler_io* const old = io_.exchange(io, std::memory_order_seq_cst);
+  // Every parked worker wakes and parks again where it should. One that parks after this lock
+  // section reads io_ after it. One already in the idle list may have read io_ before the
+  // exchange (it sleeps on its futex, or in the old loop) or after it (it sleeps in the new
+  // loop): each of those wakes it.
   std::vector<worker*> woken;
   {
     lock_guard lock(idle_mu_);
@@ -173,7 +175,11 @@ void scheduler::install_io(scheduler_io* io) noexcept {
     woken.swap(idle_);
     sleepers_.fetch_sub(static_cast<std::uint32_t>(woken.size()), std::memory_order_relaxed);
   }
-  for (worker* w : woken) futex_wake_one(w->sleep_word);
+  for (worker* w : woken) {
+    futex_wake_one(w->sleep_word);
+    if (old != nullptr) old->interrupt(w->index);
+    if (io != nullptr) io->interrupt(w->index);
+  }
 }
 
 void scheduler::rouse(worker& w) noexcept {

@@ -2,11 +2,16 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <condition_variable>
+#include <cstdlib>
+#include <future>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
 #include <beamlet/core/detail/allocator.hpp>
+#include <beamlet/core/detail/scheduler_io.hpp>
 
 #include "test_support.hpp"
 
@@ -21,6 +26,54 @@ double process_cpu_seconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+// An event loop for the schedulers that only sleeps (what the network layer installs, without
+// the descriptors): wait() blocks until interrupt() or the deadline, and nothing else ends it.
+class sleeping_io final : public detail::scheduler_io {
+ public:
+  explicit sleeping_io(unsigned workers) : interrupted_(workers, false) {}
+  std::size_t poll(unsigned) noexcept override { return 0; }
+  void flush(unsigned) noexcept override {}
+  void wait(unsigned i, std::chrono::steady_clock::time_point deadline) noexcept override {
+    std::unique_lock lock(mu_);
+    cv_.wait_until(lock, deadline, [&] { return static_cast<bool>(interrupted_[i]); });
+    interrupted_[i] = false;
+  }
+  void interrupt(unsigned i) noexcept override {
+    const std::lock_guard lock(mu_);
+    interrupted_[i] = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<char> interrupted_;
+};
+
+// The loop is installed while the workers park: one that had read it just before the install
+// (and so sleeps in it, not on its futex) must still be woken, or the runtime's shutdown waits
+// for it forever. Each round installs at a different moment of the workers' first park.
+TEST(Scheduler, AnEventLoopInstalledWhileWorkersParkWakesThemAll) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    sleeping_io io(2);
+    auto rt = std::make_unique<runtime>(runtime_options{.schedulers = 2});
+    const auto spin = std::chrono::microseconds(rng() % 200);
+    for (const auto until = std::chrono::steady_clock::now() + spin;
+         std::chrono::steady_clock::now() < until;) {
+    }
+    detail::install_hook(rt->core(), &io);
+    auto ran = run_process(*rt, [](process&) -> task<> { co_return; });
+    ASSERT_TRUE(ran) << "round " << round;
+    // The runtime's end joins its workers: each must leave the loop it sleeps in.
+    auto ended = std::async(std::launch::async, [&rt] { rt.reset(); });
+    if (ended.wait_for(10s) != std::future_status::ready) {
+      ADD_FAILURE() << "round " << round << ": a worker slept through the shutdown";
+      std::quick_exit(1);  // the runtime cannot be destroyed: end here, not in a hang
+    }
+  }
+}
+
 }  // namespace
 
 // A process that always has messages cannot starve others: on ONE scheduler thread, a hog that

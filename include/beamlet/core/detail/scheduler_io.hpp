@@ -45,9 +45,9 @@ class scheduler_io {
   ~scheduler_io() = default;
 };
 
-/// Installs the schedulers' I/O (null removes it, which only a runtime whose workers are
-/// joined does: a worker parked in wait() is not woken by the removal). Workers asleep on their
-/// futex are woken, so that they park in wait() from then on. Thread-safe.
+/// Installs (or, with null, removes) the schedulers' I/O. Every parked worker is woken (from
+/// its futex or from the hook it parked in), so that it parks where it should from then on.
+/// Thread-safe; the hook replaced must stay valid (layer_hooks.hpp).
 void install_hook(runtime_core& rt, scheduler_io* io) noexcept;
 /// (Scheduler indices are below scheduler_count, detail/core.hpp.)
 /// The index of the scheduler of `rt` whose process code runs on this thread, or -1: another
