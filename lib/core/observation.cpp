@@ -124,10 +124,27 @@ void send_alarm(runtime_core& rt, monitor_alarm a) noexcept {
 }  // namespace
 
 namespace {
+// The process's own memory besides its queue: record, frames, and sender lanes if it has them.
+std::size_t record_bytes(const proc* p) noexcept {
+  const inbox_lanes* l = p->lanes.load(std::memory_order_acquire);
+  return p->alloc_size +
+         static_cast<std::size_t>(
+             std::max<std::int32_t>(0, p->frame_bytes.load(std::memory_order_relaxed))) +
+         (l != nullptr && l != closed_lanes() ? sizeof(inbox_lanes) : 0);
+}
+
 std::size_t undrained_messages(const proc* p, std::uintptr_t word) noexcept {
   if (word == inbox_word::closed) return 0;
   std::size_t n = inbox_word::count(word);
-  if (n == inbox_word::max_count) {
+  bool saturated = n == inbox_word::max_count;
+  if (const inbox_lanes* l = p->lanes.load(std::memory_order_acquire)) [[unlikely]] {
+    for (const auto& lane : l->lanes) {
+      const std::uint32_t c = inbox_word::count(lane.word.load(std::memory_order_relaxed));
+      n += c;
+      saturated = saturated || c == inbox_word::max_count;
+    }
+  }
+  if (saturated) {
     // The overflow is added after the push and taken back at the drain, so it can be briefly
     // off in either direction while both happen; it never goes below zero for long.
     const std::int64_t extra = p->inbox_overflow.load(std::memory_order_relaxed);
@@ -141,6 +158,7 @@ namespace {
 struct queue_reading {
   std::size_t queued = 0;
   std::uintptr_t word = 0;
+  std::size_t undrained = 0;  ///< undrained_messages(word), lanes included
 };
 
 // The owner counts arrivals in the queue's length as it takes them out of the inbox
@@ -154,6 +172,7 @@ queue_reading read_queue(const proc* p) noexcept {
       queue_reading r;
       r.queued = p->queue.size();
       r.word = p->inbox.load(std::memory_order_relaxed);
+      r.undrained = undrained_messages(p, r.word);  // the lanes too, inside the section
       std::atomic_thread_fence(std::memory_order_acquire);
       if (p->queue.arrival_seq() == before) return r;
     }
@@ -164,7 +183,7 @@ queue_reading read_queue(const proc* p) noexcept {
 
 std::size_t queue_length(const proc* p) noexcept {
   const queue_reading r = read_queue(p);
-  return r.queued + undrained_messages(p, r.word);
+  return r.queued + r.undrained;
 }
 
 void alarm_queue(proc* p, bool on) noexcept {
@@ -301,7 +320,7 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   s.outside_thread = p->external;
   const queue_reading q = read_queue(p);
   const std::uintptr_t word = q.word;
-  const std::size_t undrained = undrained_messages(p, word);
+  const std::size_t undrained = q.undrained;
   const priority_state* urgent = p->prio.load(std::memory_order_acquire);
   s.message_queue_len = q.queued + undrained + (urgent != nullptr ? urgent->queue.size() : 0);
   s.queue_bytes = p->queue.bytes();
@@ -350,10 +369,7 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
       inspect_parked(rt, p, s);
   }
   s.ancestors = ancestors_of(rt, p);
-  s.memory = p->alloc_size +
-             static_cast<std::size_t>(
-                 std::max<std::int32_t>(0, p->frame_bytes.load(std::memory_order_relaxed))) +
-             s.queue_bytes;
+  s.memory = record_bytes(p) + s.queue_bytes;
   return s;
 }
 
@@ -382,10 +398,7 @@ std::vector<process_sample> sample_processes(runtime_core& rt) {
     s.id = p->id();
     s.parent = p->parent;
     s.message_queue_len = queue_length(p);
-    s.memory = p->alloc_size +
-               static_cast<std::size_t>(
-                   std::max<std::int32_t>(0, p->frame_bytes.load(std::memory_order_relaxed))) +
-               p->queue.bytes();
+    s.memory = record_bytes(p) + p->queue.bytes();
     s.reductions = p->reductions_done.load(std::memory_order_relaxed);
     out.push_back(s);
   });

@@ -24,6 +24,7 @@ proc::~proc() {
   }
   if (external) wait_state().~external_wait();
   delete prio.load(std::memory_order_relaxed);
+  if (inbox_lanes* l = lanes.load(std::memory_order_relaxed); l != closed_lanes()) delete l;
 }
 
 void free_proc(void* obj) noexcept {

@@ -119,6 +119,7 @@ void report_crash(proc* p, const std::type_info* initial_call) noexcept {
 
 void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   runtime_core& rt = *p->rt();
+  const sending_as as(p);  // its last signals take the lane its messages took
   p->exiting = true;
   p->reason = std::move(reason);
   p->state = run_state::dead;
@@ -150,6 +151,7 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   //    What was held back by drain(until_kill) is older than what is still in the inbox.
   settle(p, std::exchange(p->deferred, nullptr));
   settle(p, in_arrival_order(p->inbox.exchange(inbox_word::closed, std::memory_order_seq_cst)));
+  close_lanes(p, [p](message_node* first) { settle(p, first); });
   p->queue.clear();
   if (p->urgent() != nullptr) p->urgent()->queue.clear();
   // Timers aimed at a dead process would only be dropped when they fire: cancel them now, as

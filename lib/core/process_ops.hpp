@@ -91,6 +91,31 @@ proc* allocate_proc_for(runtime_core& rt, std::size_t body_size, std::size_t bod
 void self_deliver(proc* p, message_node* n) noexcept;
 /// The process running on this thread (null outside a process run).
 proc* running_proc() noexcept;
+/// While one lives, this thread's sends count as p's when they pick a sender lane
+/// (inbox_lanes.hpp): exit_process sends p's EXITs and DOWNs from whatever thread ends p, and
+/// they must take the lane p's messages took, or a DOWN could overtake them.
+class sending_as {
+ public:
+  explicit sending_as(proc* p) noexcept;
+  ~sending_as();
+  sending_as(const sending_as&) = delete;
+  sending_as& operator=(const sending_as&) = delete;
+
+ private:
+  proc* previous_;
+};
+/// The lanes of every exited process (all closed): exit_process puts them where a process
+/// that never had lanes would have none, so no sender can give it lanes after its exit.
+inbox_lanes* closed_lanes() noexcept;
+/// Closes p's lanes (at its exit); what was in them goes to `settle`, one chain per lane.
+template <class Settle>
+void close_lanes(proc* p, Settle settle) noexcept {
+  inbox_lanes* l = nullptr;
+  if (p->lanes.compare_exchange_strong(l, closed_lanes(), std::memory_order_seq_cst)) return;
+  for (auto& lane : l->lanes)
+    settle(
+        in_arrival_order(lane.word.exchange(inbox_lanes::closed_mark, std::memory_order_seq_cst)));
+}
 /// This thread's record of the process it runs (for other threads: see worker::running_slot).
 const std::atomic<proc*>* running_slot() noexcept;
 

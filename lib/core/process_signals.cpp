@@ -1,9 +1,11 @@
 // Inbox delivery and signal handling (spec §1.1, §2, §3).
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <utility>
 
 #include <cstdlib>
+#include <new>
 
 #include "observation.hpp"
 #include "process_ops.hpp"
@@ -179,26 +181,137 @@ bool deliver_remote(runtime_core& rt, pid to, message_node* n) noexcept {
 
 }  // namespace
 
-bool push(proc* p, message_node* n) noexcept {
+namespace {
+
+// -- sender lanes (inbox_lanes.hpp) --------------------------------------------------------------
+
+constinit thread_local proc* tls_sending_as = nullptr;
+
+void destroy_doorbell(message_node*) noexcept {
+  // The doorbell lives in its inbox_lanes: a push that fails or an exit that settles it drops it
+  // here, and nothing is freed.
+}
+
+// The lane this thread's send takes: the sending process's, or the thread's own outside one.
+unsigned sender_lane() noexcept {
+  std::uint64_t key;
+  if (const proc* s = tls_sending_as)
+    key = s->id().serial();
+  else if (const proc* r = running_proc())
+    key = r->id().serial();
+  else
+    key = reinterpret_cast<std::uintptr_t>(&tls_sending_as) >> 6;  // one per thread
+  static_assert(inbox_lanes::count == 16);
+  return static_cast<unsigned>((key * 0x9E3779B97F4A7C15ULL) >> 60);
+}
+
+// The inbox word's push; `add` is what the node adds to the word's count (the doorbell adds
+// nothing: it is not a message). With `contended`, gives up when the CAS has failed twice,
+// sets it and leaves n with the caller.
+bool push_word(proc* p, message_node* n, std::uintptr_t add, bool* contended) noexcept {
   namespace w = inbox_word;
   const auto addr = reinterpret_cast<std::uintptr_t>(n);
   assert((addr & ~w::pointer_mask) == 0);  // user-space addresses fit in 48 bits
   std::uintptr_t old = p->inbox.load(std::memory_order_relaxed);
-  for (;;) {
+  for (int failures = 0;; ++failures) {
     if (old == w::closed) {
       destroy_node(n);
       return false;
     }
-    if (old >= w::saturated) [[unlikely]]
+    if (old >= w::saturated && add != 0) [[unlikely]]
       return push_saturated(p, n);
+    if (failures == 2 && contended != nullptr) [[unlikely]] {
+      *contended = true;
+      return false;
+    }
     n->next = w::link_of(old);  // a mark (or null) ends the chain
-    if (p->inbox.compare_exchange_weak(old, addr | ((old & ~w::pointer_mask) + w::one),
+    if (p->inbox.compare_exchange_weak(old, addr | ((old & ~w::pointer_mask) + add),
                                        std::memory_order_acq_rel, std::memory_order_relaxed))
       break;
   }
   // Only the push that ends a park reschedules; over an inspection the inspector does it.
   if (old == w::blocked) wake(p);
   return true;
+}
+
+bool push_lane(proc* p, inbox_lanes& l, message_node* n) noexcept {
+  namespace w = inbox_word;
+  const unsigned i = sender_lane();
+  std::atomic<std::uintptr_t>& word = l.lanes[i].word;
+  const auto addr = reinterpret_cast<std::uintptr_t>(n);
+  std::uintptr_t old = word.load(std::memory_order_relaxed);
+  for (;;) {
+    if (old == inbox_lanes::closed_mark) {
+      destroy_node(n);
+      return false;
+    }
+    n->next = w::link_of(old);  // null for an empty lane
+    const std::uintptr_t counted = w::count(old) == w::max_count
+                                       ? (old & ~w::pointer_mask)
+                                       : (old & ~w::pointer_mask) + w::one;
+    if (word.compare_exchange_weak(old, addr | counted, std::memory_order_acq_rel,
+                                   std::memory_order_relaxed))
+      break;
+  }
+  // Past the count's range the surplus is counted where the word's is (see push_saturated).
+  if (w::count(old) == w::max_count) [[unlikely]]
+    p->inbox_overflow.fetch_add(1, std::memory_order_relaxed);
+  if ((old & w::pointer_mask) == 0) {
+    // This push made the lane non-empty: say so, and ring unless the doorbell is already out.
+    l.ready.fetch_or(1U << i, std::memory_order_seq_cst);
+    if (!l.rung.exchange(true, std::memory_order_seq_cst))
+      push_word(p, &l.doorbell, 0, nullptr);  // (a closed inbox drops it)
+  }
+  return true;
+}
+
+// Gives p its lanes; returns them (or null when out of memory).
+inbox_lanes* install_lanes(proc* p) noexcept {
+  auto* fresh = new (std::nothrow) inbox_lanes();
+  if (fresh == nullptr) return nullptr;
+  inbox_lanes* seen = nullptr;
+  if (p->lanes.compare_exchange_strong(seen, fresh, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+    return fresh;
+  delete fresh;
+  return seen;  // another sender's, or closed_lanes() after an exit
+}
+
+}  // namespace
+
+const type_descriptor inbox_lanes::doorbell_type{
+    &destroy_doorbell, &typeid(inbox_lanes), node_kind::signal, 0, nullptr, 0};
+
+inbox_lanes::inbox_lanes() noexcept : doorbell{nullptr, &doorbell_type} {}
+
+inbox_lanes* closed_lanes() noexcept {
+  static inbox_lanes* const closed = [] {
+    static inbox_lanes l;
+    for (auto& lane : l.lanes) lane.word.store(inbox_lanes::closed_mark, std::memory_order_relaxed);
+    return &l;
+  }();
+  return closed;
+}
+
+sending_as::sending_as(proc* p) noexcept : previous_(tls_sending_as) {
+  tls_sending_as = p;
+}
+sending_as::~sending_as() {
+  tls_sending_as = previous_;
+}
+
+bool push(proc* p, message_node* n) noexcept {
+  if (inbox_lanes* l = p->lanes.load(std::memory_order_acquire)) [[unlikely]]
+    return push_lane(p, *l, n);
+  bool contended = false;
+  if (const bool pushed = push_word(p, n, inbox_word::one, &contended); !contended) [[likely]]
+    return pushed;
+  // Senders collide on the word: give the process lanes. A mailbox thread and a bounded mailbox
+  // keep the word, whose protocols they extend.
+  if (!p->external && !p->bounded) {
+    if (inbox_lanes* l = install_lanes(p)) return push_lane(p, *l, n);
+  }
+  return push_word(p, n, inbox_word::one, nullptr);
 }
 
 bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
@@ -215,7 +328,29 @@ bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
   return push(p, n);
 }
 
+namespace {
+message_node* take_arrivals(proc* p, std::size_t& taken);
+}  // namespace
+
 void self_deliver(proc* p, message_node* n) noexcept {
+  if (p->lanes.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+    // A drain puts the word's chains before the lanes', so a push onto the word could overtake
+    // what is in the lanes. Take everything in instead and hold it back, as drain(until_kill)
+    // holds back what it must not act on yet, with n after it; the next drain starts there.
+    std::size_t taken = 0;
+    message_node* held = take_arrivals(p, taken);
+    p->queue.drop_arriving(taken);
+    n->next = nullptr;
+    if (held == nullptr) {
+      p->deferred = n;
+    } else {
+      message_node* last = held;
+      while (last->next != nullptr) last = last->next;
+      last->next = n;
+      p->deferred = held;
+    }
+    return;
+  }
   push(p, n);
 }
 
@@ -241,36 +376,101 @@ bool kills(proc* p, message_node* n) {
   return true;
 }
 
-// Takes the inbox and any signals held back by the last drain, in arrival order, and counts
-// them in the queue's length at once (message_queue::add_arriving); `taken` is how many nodes.
-message_node* take_arrivals(proc* p, std::size_t& taken) {
-  std::uintptr_t word = inbox_word::empty;
-  taken = 0;
-  if (p->inbox.load(std::memory_order_relaxed) != inbox_word::empty) {
-    p->queue.begin_arrival();
-    word = p->inbox.exchange(inbox_word::empty, std::memory_order_acq_rel);
-    taken = inbox_word::count(word);
-    if (taken == inbox_word::max_count) [[unlikely]]  // the rest are in inbox_overflow: a guess
-      taken += static_cast<std::size_t>(
-          std::max<std::int64_t>(0, p->inbox_overflow.load(std::memory_order_relaxed)));
-    p->queue.add_arriving(taken);  // before the walks below, which take time on a long chain
-    p->queue.end_arrival();
+// A chain of nodes in arrival order.
+struct chain {
+  message_node* first = nullptr;
+  message_node* last = nullptr;
+  std::size_t nodes = 0;
+
+  void append(const chain& c) noexcept {
+    if (c.first == nullptr) return;
+    if (first == nullptr)
+      first = c.first;
+    else
+      last->next = c.first;
+    last = c.last;
+    nodes += c.nodes;
   }
-  const bool saturated = inbox_word::count(word) == inbox_word::max_count;
-  message_node* first = in_arrival_order(word);
-  if (saturated) [[unlikely]] {
+};
+
+// Takes `word` (the inbox word, or a lane's) and counts what it held in the queue's length at
+// once (message_queue::add_arriving), before the walk, which takes time on a long chain.
+chain take_chain(proc* p, std::atomic<std::uintptr_t>& word) {
+  namespace w = inbox_word;
+  chain c;
+  if (word.load(std::memory_order_relaxed) == w::empty) return c;
+  p->queue.begin_arrival();
+  const std::uintptr_t taken_word = word.exchange(w::empty, std::memory_order_acq_rel);
+  std::size_t taken = w::count(taken_word);
+  if (taken == w::max_count) [[unlikely]]  // the rest are in inbox_overflow: a guess
+    taken += static_cast<std::size_t>(
+        std::max<std::int64_t>(0, p->inbox_overflow.load(std::memory_order_relaxed)));
+  p->queue.add_arriving(taken);
+  p->queue.end_arrival();
+  if (!w::is_mark(taken_word)) c.last = w::link_of(taken_word);  // the newest ends up last
+  c.first = in_arrival_order(taken_word);
+  if (w::count(taken_word) == w::max_count) [[unlikely]] {
     // Count them exactly, correct the guess (a push may have been between its two steps) and
-    // take them back from inbox_overflow.
+    // take them back from inbox_overflow. A doorbell is no message.
     std::size_t nodes = 0;
-    for (message_node* n = first; n != nullptr; n = n->next) ++nodes;
+    for (message_node* n = c.first; n != nullptr; n = n->next)
+      nodes += n->type == &inbox_lanes::doorbell_type ? 0 : 1;
     if (nodes > taken)
       p->queue.add_arriving(nodes - taken);
     else
       p->queue.drop_arriving(taken - nodes);
-    p->inbox_overflow.fetch_sub(static_cast<std::int64_t>(nodes - inbox_word::max_count),
+    p->inbox_overflow.fetch_sub(static_cast<std::int64_t>(nodes - w::max_count),
                                 std::memory_order_relaxed);
     taken = nodes;
   }
+  c.nodes = taken;
+  return c;
+}
+
+// Unlinks the doorbell from c; true if it was there.
+bool take_doorbell(inbox_lanes& l, chain& c) noexcept {
+  message_node* prev = nullptr;
+  for (message_node* n = c.first; n != nullptr; prev = n, n = n->next) {
+    if (n != &l.doorbell) continue;
+    (prev == nullptr ? c.first : prev->next) = n->next;
+    if (c.last == n) c.last = prev;
+    return true;
+  }
+  return false;
+}
+
+// With lanes: the lanes that hold something, and the word again after them, so that whatever
+// a sender pushed to the word before turning to its lane comes first (see inbox_lanes.hpp).
+// `from_word` is what the first take of the word brought; the result is everything, in order.
+chain take_lanes(proc* p, inbox_lanes& l, chain from_word) {
+  bool rang = take_doorbell(l, from_word);
+  chain from_lanes;
+  for (bool first_round = true;; first_round = false) {
+    // Cleared before `ready` is read: a lane filled after the read rings again.
+    if (rang) l.rung.store(false, std::memory_order_seq_cst);
+    if (!first_round && !rang) break;
+    if (l.ready.load(std::memory_order_seq_cst) != 0) {
+      for (std::uint32_t mask = l.ready.exchange(0, std::memory_order_seq_cst); mask != 0;
+           mask &= mask - 1)
+        from_lanes.append(take_chain(p, l.lanes[std::countr_zero(mask)].word));
+    }
+    if (from_lanes.first == nullptr) break;  // no order to keep
+    chain again = take_chain(p, p->inbox);
+    rang = take_doorbell(l, again);
+    from_word.append(again);
+  }
+  from_word.append(from_lanes);
+  return from_word;
+}
+
+// Takes the inbox (and the lanes, if the process has them) and any signals held back by the
+// last drain, in arrival order, and counts them in the queue's length; `taken` is how many.
+message_node* take_arrivals(proc* p, std::size_t& taken) {
+  chain c = take_chain(p, p->inbox);
+  if (inbox_lanes* l = p->lanes.load(std::memory_order_acquire)) [[unlikely]]
+    c = take_lanes(p, *l, c);
+  taken = c.nodes;
+  message_node* first = c.first;
   if (p->deferred == nullptr) return first;
   message_node* head = std::exchange(p->deferred, nullptr);
   message_node* last = head;

@@ -9,7 +9,8 @@
 //    not reschedule, the inspector does when it is done). One CAS per send covers delivery,
 //    wake-up detection, the dead-process check and counting: the word's high 16 bits hold the
 //    number of nodes in the chain, so the length of the not-yet-drained part of a mailbox is
-//    known without walking it.
+//    known without walking it. A process that many threads send to at once also gets sender
+//    lanes (inbox_lanes.hpp), installed once by a sender into `lanes`.
 //  * The counters a process_info reads from any thread (`received`, `reductions`,
 //    `queue_bytes`...) are atomics written by the owner with plain relaxed stores.
 //  * `watchers` (the monitors other processes hold on this one) are guarded by
@@ -36,6 +37,7 @@
 #include <beamlet/core/process.hpp>
 
 #include "id_table.hpp"
+#include "inbox_lanes.hpp"
 #include "spinlock.hpp"
 #include "timer_service.hpp"
 #include "watcher_set.hpp"
@@ -154,6 +156,9 @@ struct proc {
 
   // -- written by other threads ------------------------------------------------------------------
   std::atomic<std::uintptr_t> inbox{inbox_word::empty};
+  /// Sender lanes, made by the first sender that found the inbox word contended; freed with the
+  /// process's memory. Read by every send, hence on the first line.
+  std::atomic<inbox_lanes*> lanes{nullptr};
 
   // -- immutable after publication: the handle passed to the body, which also carries the pid
   // and the runtime (sent-to processes are looked up by pid, so this stays on the hot line) ---
