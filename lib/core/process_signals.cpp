@@ -258,8 +258,14 @@ bool push_lane(proc* p, inbox_lanes& l, message_node* n) noexcept {
     p->inbox_overflow.fetch_add(1, std::memory_order_relaxed);
   if ((old & w::pointer_mask) == 0) {
     // This push made the lane non-empty: say so, and ring unless the doorbell is already out.
-    l.ready.fetch_or(1U << i, std::memory_order_seq_cst);
-    if (!l.rung.exchange(true, std::memory_order_seq_cst))
+    // Loads first: with many senders the bit is often set and the doorbell out already, and a
+    // load shares the line where an RMW would take it. (A bit seen set is one the owner has yet
+    // to clear, and it takes the lane after clearing it: all seq_cst, so it finds this push.)
+    const std::uint32_t bit = 1U << i;
+    if ((l.ready.load(std::memory_order_seq_cst) & bit) == 0)
+      l.ready.fetch_or(bit, std::memory_order_seq_cst);
+    if (!l.rung.load(std::memory_order_seq_cst) &&
+        !l.rung.exchange(true, std::memory_order_seq_cst))
       push_word(p, &l.doorbell, 0, nullptr);  // (a closed inbox drops it)
   }
   return true;
