@@ -35,6 +35,16 @@ void settle(proc* p, message_node* first) noexcept {
   }
 }
 
+// Closes p's lanes as the inbox was closed: later pushes fail, what is in them is settled. A
+// process that never had lanes gets the closed set, so no sender can give it lanes now.
+void close_lanes(proc* p) noexcept {
+  inbox_lanes* l = nullptr;
+  if (p->lanes.compare_exchange_strong(l, closed_lanes(), std::memory_order_seq_cst)) return;
+  for (auto& lane : l->lanes)
+    settle(p, in_arrival_order(
+                  lane.word.exchange(inbox_lanes::closed_mark, std::memory_order_seq_cst)));
+}
+
 void signal_links(proc* p) noexcept {
   runtime_core& rt = *p->rt();
   p->links.for_each([&](std::uint64_t serial, empty_value&) {
@@ -151,7 +161,7 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
   //    What was held back by drain(until_kill) is older than what is still in the inbox.
   settle(p, std::exchange(p->deferred, nullptr));
   settle(p, in_arrival_order(p->inbox.exchange(inbox_word::closed, std::memory_order_seq_cst)));
-  close_lanes(p, [p](message_node* first) { settle(p, first); });
+  close_lanes(p);
   p->queue.clear();
   if (p->urgent() != nullptr) p->urgent()->queue.clear();
   // Timers aimed at a dead process would only be dropped when they fire: cancel them now, as

@@ -107,15 +107,6 @@ class sending_as {
 /// The lanes of every exited process (all closed): exit_process puts them where a process
 /// that never had lanes would have none, so no sender can give it lanes after its exit.
 inbox_lanes* closed_lanes() noexcept;
-/// Closes p's lanes (at its exit); what was in them goes to `settle`, one chain per lane.
-template <class Settle>
-void close_lanes(proc* p, Settle settle) noexcept {
-  inbox_lanes* l = nullptr;
-  if (p->lanes.compare_exchange_strong(l, closed_lanes(), std::memory_order_seq_cst)) return;
-  for (auto& lane : l->lanes)
-    settle(
-        in_arrival_order(lane.word.exchange(inbox_lanes::closed_mark, std::memory_order_seq_cst)));
-}
 /// This thread's record of the process it runs (for other threads: see worker::running_slot).
 const std::atomic<proc*>* running_slot() noexcept;
 

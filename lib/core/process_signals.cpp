@@ -335,32 +335,6 @@ bool deliver(runtime_core& rt, pid to, message_node* n) noexcept {
 }
 
 namespace {
-message_node* take_arrivals(proc* p, std::size_t& taken);
-}  // namespace
-
-void self_deliver(proc* p, message_node* n) noexcept {
-  if (p->lanes.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
-    // A drain puts the word's chains before the lanes', so a push onto the word could overtake
-    // what is in the lanes. Take everything in instead and hold it back, as drain(until_kill)
-    // holds back what it must not act on yet, with n after it; the next drain starts there.
-    std::size_t taken = 0;
-    message_node* held = take_arrivals(p, taken);
-    p->queue.drop_arriving(taken);
-    n->next = nullptr;
-    if (held == nullptr) {
-      p->deferred = n;
-    } else {
-      message_node* last = held;
-      while (last->next != nullptr) last = last->next;
-      last->next = n;
-      p->deferred = held;
-    }
-    return;
-  }
-  push(p, n);
-}
-
-namespace {
 
 // Would acting on this exit signal end the process? (Mirrors handle_exit_signal.)
 bool kills(proc* p, message_node* n) {
@@ -470,22 +444,20 @@ chain take_lanes(proc* p, inbox_lanes& l, chain from_word) {
 }
 
 // Takes the inbox (and the lanes, if the process has them) and any signals held back by the
-// last drain, in arrival order, and counts them in the queue's length; `taken` is how many.
-message_node* take_arrivals(proc* p, std::size_t& taken) {
+// last drain, in arrival order, and counts them in the queue's length.
+chain take_arrivals(proc* p) {
   chain c = take_chain(p, p->inbox);
   if (inbox_lanes* l = p->lanes.load(std::memory_order_acquire)) [[unlikely]]
     c = take_lanes(p, *l, c);
-  taken = c.nodes;
-  message_node* first = c.first;
-  if (p->deferred == nullptr) return first;
-  message_node* head = std::exchange(p->deferred, nullptr);
-  message_node* last = head;
-  std::size_t held = 1;
-  for (; last->next != nullptr; last = last->next) ++held;
-  p->queue.add_arriving(held);
-  taken += held;
-  last->next = first;
-  return head;
+  if (p->deferred == nullptr) return c;
+  chain held;
+  held.first = std::exchange(p->deferred, nullptr);
+  held.nodes = 1;
+  for (held.last = held.first; held.last->next != nullptr; held.last = held.last->next)
+    ++held.nodes;
+  p->queue.add_arriving(held.nodes);
+  held.append(c);
+  return held;
 }
 
 // drop_oldest: the oldest ordinary messages in the queue go until `capacity` are left. Only the
@@ -513,6 +485,21 @@ void trim_oldest(proc* p) noexcept {
 }
 
 }  // namespace
+
+void self_deliver(proc* p, message_node* n) noexcept {
+  if (p->lanes.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+    // A drain puts the word's chains before the lanes', so a push onto the word could overtake
+    // what is in the lanes. Take everything in instead and hold it back, as drain(until_kill)
+    // holds back what it must not act on yet, with n after it; the next drain starts there.
+    chain held = take_arrivals(p);
+    p->queue.drop_arriving(held.nodes);
+    n->next = nullptr;
+    held.append(chain{n, n, 1});
+    p->deferred = held.first;
+    return;
+  }
+  push(p, n);
+}
 
 send_status push_bounded(proc* p, message_node* n, message_node** give_back) noexcept {
   mailbox_bound& b = *p->bound;
@@ -558,8 +545,9 @@ bool scan_priority_first(proc* p, receive_op& op) {
 }
 
 void drain_arrivals(proc* p, drain_mode mode) {
-  std::size_t taken = 0;
-  message_node* first = take_arrivals(p, taken);
+  const chain arrived = take_arrivals(p);
+  const std::size_t taken = arrived.nodes;
+  message_node* const first = arrived.first;
   std::size_t queued = 0;  // of the taken nodes, those appended as messages
   // Consecutive messages are appended as one chain; a signal flushes the chain first so any
   // message the signal produces (EXIT, DOWN) keeps its place in arrival order.

@@ -54,13 +54,13 @@ std::error_code acceptor_core::open() {
   return {};
 }
 
-bool acceptor_core::stop_listening() noexcept {
-  if (closed.exchange(true, std::memory_order_acq_rel)) return false;
+void acceptor_core::close() noexcept {
+  if (closed.exchange(true, std::memory_order_acq_rel)) return;
   // The lanes of the listener and of a connecting process are not the same thread, so the
   // close posted to the listener's lane may run after a connect made later: shut the
   // listening socket down here. Linux then refuses new connections at once.
   if (listen_fd >= 0) ::shutdown(listen_fd, SHUT_RD);
-  return true;
+  io.post(lane, [c = shared_from_this()] { c->on_close(); });
 }
 
 void acceptor_core::on_accept(std::uint64_t tag, pid to, timeout_value timeout) {
@@ -113,7 +113,7 @@ void acceptor_core::on_readable(const boost::system::error_code& ec) {
   }
   const int fd = ::beamlet::detail::accept_tcp_socket(acceptor.native_handle());
   if (fd < 0 && closed.load(std::memory_order_acquire)) {
-    // stop_listening shut it down: the close it posted answers the waiters.
+    // close() shut it down: the close it posted answers the waiters.
     accepting_ = false;
     return;
   }
@@ -212,10 +212,7 @@ void acceptor_core::on_close() noexcept {
 }
 
 listener_state::~listener_state() {
-  if (!core->stop_listening()) return;  // closed already: the close is posted
-  io_engine& io = core->io;
-  const unsigned l = core->lane;
-  io.post(l, [c = std::move(core)] { c->on_close(); });
+  core->close();
 }
 
 }  // namespace net::detail

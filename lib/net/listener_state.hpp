@@ -37,11 +37,11 @@ struct acceptor_core : std::enable_shared_from_this<acceptor_core> {
 
   /// Opens, binds and listens (caller's thread, before any operation is pending).
   std::error_code open();
-  /// Any thread: marks the listener closed and stops the kernel taking connections for it at
-  /// once (a connect from then on is refused, as after gen_tcp:close). True for the first
-  /// call only, which must then post on_close (the descriptor stays open until on_close, so
-  /// the shutdown cannot reach a number reused meanwhile).
-  bool stop_listening() noexcept;
+  /// Any thread: closes the listener. The kernel stops taking connections for it at once (a
+  /// connect from then on is refused, as after gen_tcp:close), and the lane closes the acceptor
+  /// next (on_close, posted). Only the first call acts; the descriptor stays open until
+  /// on_close, so the shutdown cannot reach a number reused meanwhile.
+  void close() noexcept;
   /// Lane: one accept for `to`, answered with a socket_reply; the socket is served by the next
   /// lane in turn, so a listener's connections spread over every scheduler.
   void on_accept(std::uint64_t tag, pid to, timeout_value timeout);

@@ -379,9 +379,7 @@ std::uint16_t tcp_listener::port() const noexcept {
 
 void tcp_listener::close() noexcept {
   if (st_ == nullptr) return;
-  if (!st_->core->stop_listening()) return;  // closed already: the close is posted
-  io_engine& io = st_->core->io;
-  io.post(st_->core->lane, [c = st_->core] { c->on_close(); });
+  st_->core->close();
 }
 
 bool tcp_listener::closed() const noexcept {

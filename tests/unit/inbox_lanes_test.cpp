@@ -2,6 +2,7 @@
 // sender group, and every guarantee of the single inbox still holds: each sender's messages and
 // signals arrive in order, a DOWN comes after what the dead process sent, queue lengths are
 // exact, sends to an exited process fail.
+#include <algorithm>
 #include <array>
 #include <thread>
 #include <vector>
@@ -26,22 +27,53 @@ runtime_options four_schedulers() {
   return o;
 }
 
-// A receiver that takes tagged messages forever and checks each sender's order.
+struct go_on {};  ///< ends a receiver's first phase
+
+// What a receiver of bursts saw: each sender's order, and how many.
 struct order_checker {
   std::array<int, lane_senders> next{};
   std::atomic<std::int64_t> got{0};
   std::atomic<bool> ordered{true};
+
+  void take(const tagged& t) {
+    if (t.n != next[static_cast<std::size_t>(t.sender)]++) ordered = false;
+    got.fetch_add(1, std::memory_order_release);
+  }
 };
 
+// A receiver that takes tagged messages forever.
 pid spawn_checker(runtime& rt, order_checker& c) {
   return rt.spawn([&c](process& self) -> task<> {
-    for (;;) {
-      auto m = co_await self.receive(on<tagged>());
-      const tagged& t = m.get<tagged>();
-      if (t.n != c.next[static_cast<std::size_t>(t.sender)]++) c.ordered = false;
-      c.got.fetch_add(1, std::memory_order_release);
-    }
+    for (;;) c.take((co_await self.receive(on<tagged>())).get<tagged>());
   });
+}
+
+// Takes tagged messages until a go_on.
+task<> check_until_go_on(process& self, order_checker& c) {
+  for (;;) {
+    auto m = co_await self.receive(on<tagged>(), on<go_on>());
+    if (m.is<go_on>()) co_return;
+    c.take(m.get<tagged>());
+  }
+}
+
+// Takes tagged messages (sender k is ps[k]) and DOWNs until every process of `ps` is down;
+// false if a DOWN came before all `per` messages of its process.
+task<bool> downs_follow_messages(process& self, const std::vector<pid>& ps, int per) {
+  std::vector<int> seen(ps.size());
+  bool ordered = true;
+  for (std::size_t downs = 0; downs < ps.size();) {
+    auto m = co_await self.receive(on<tagged>(), on<down>());
+    if (m.is<tagged>()) {
+      ++seen[static_cast<std::size_t>(m.get<tagged>().sender)];
+      continue;
+    }
+    const auto s =
+        static_cast<std::size_t>(std::find(ps.begin(), ps.end(), m.get<down>().pid) - ps.begin());
+    if (s >= ps.size() || seen[s] != per) ordered = false;
+    ++downs;
+  }
+  co_return ordered;
 }
 
 // One burst: `per` messages from each of four threads and four processes at once, numbered on
@@ -120,20 +152,12 @@ TEST(InboxLanes, ContendedSendersKeepTheirOrder) {
 TEST(InboxLanes, MessagesComeBeforeTheSendersDown) {
   runtime rt(four_schedulers());
   order_checker c;
-  struct go_on {};
-  std::atomic<bool> in_order{true};
-  std::atomic<int> downs{0};
+  std::atomic<int> verdict{-1};  // 1: every DOWN after its process's messages
   static constexpr int senders = 8;
   static constexpr int per = 2000;
   const pid receiver = rt.spawn([&](process& self) -> task<> {
     // First the burst that gives it lanes, then the monitored senders.
-    for (;;) {
-      auto m = co_await self.receive(on<tagged>(), on<go_on>());
-      if (m.is<go_on>()) break;
-      const tagged& t = m.get<tagged>();
-      if (t.n != c.next[static_cast<std::size_t>(t.sender)]++) c.ordered = false;
-      c.got.fetch_add(1, std::memory_order_release);
-    }
+    co_await check_until_go_on(self, c);
     const pid me = self.self();
     std::vector<pid> ps;
     for (int s = 0; s < senders; ++s) {
@@ -142,25 +166,16 @@ TEST(InboxLanes, MessagesComeBeforeTheSendersDown) {
         co_return;
       }));
     }
-    std::array<int, senders> seen{};
     for (pid p : ps) (void)self.monitor(p);
-    while (downs.load() < senders) {
-      auto m = co_await self.receive(on<tagged>(), on<down>());
-      if (m.is<tagged>()) {
-        ++seen[static_cast<std::size_t>(m.get<tagged>().sender)];
-        continue;
-      }
-      const pid who = m.get<down>().pid;
-      const auto s = static_cast<std::size_t>(std::find(ps.begin(), ps.end(), who) - ps.begin());
-      if (s >= ps.size() || seen[s] != per) in_order = false;
-      downs.fetch_add(1);
-    }
+    verdict = co_await downs_follow_messages(self, ps, per) ? 1 : 0;
   });
   int sent = 0;
-  ASSERT_TRUE(burst_until_lanes(rt, receiver, c, sent, 20000 / stress_divisor));
+  ASSERT_TRUE(burst_until_lanes(rt, receiver, c, sent, 20000 / stress_divisor))
+      << "no sender lanes after 40 bursts (" << c.got.load() << " of " << sent * lane_senders
+      << " messages in)";
   rt.send(receiver, go_on{});
-  EXPECT_TRUE(eventually([&] { return downs.load() == senders; }));
-  EXPECT_TRUE(in_order) << "a DOWN overtook a message of its process";
+  EXPECT_TRUE(eventually([&] { return verdict.load() >= 0; })) << "not every DOWN came";
+  EXPECT_EQ(verdict.load(), 1) << "a DOWN overtook a message of its process";
   EXPECT_TRUE(c.ordered);
 }
 
@@ -171,39 +186,22 @@ TEST(InboxLanes, MessagesComeBeforeTheSendersDown) {
 TEST(InboxLanes, ANoprocDownComesAfterTheGoneProcessesMessages) {
   runtime rt(four_schedulers());
   order_checker c;
-  struct go_on {};
   static constexpr int senders = 8;
   static constexpr int per = 100;
-  std::array<pid, senders> ps{};
+  std::vector<pid> ps(senders);
   std::atomic<bool> gone{false};
-  std::atomic<bool> in_order{true};
-  std::atomic<int> downs{0};
+  std::atomic<int> verdict{-1};  // 1: every DOWN after its process's messages
   const pid receiver = rt.spawn([&](process& self) -> task<> {
-    for (;;) {
-      auto m = co_await self.receive(on<tagged>(), on<go_on>());
-      if (m.is<go_on>()) break;
-      const tagged& t = m.get<tagged>();
-      if (t.n != c.next[static_cast<std::size_t>(t.sender)]++) c.ordered = false;
-      c.got.fetch_add(1, std::memory_order_release);
-    }
+    co_await check_until_go_on(self, c);
     // Busy, so that what the senders send stays in the inbox until the monitors are set.
     while (!gone.load()) std::this_thread::yield();
     for (pid p : ps) (void)self.monitor(p);
-    std::array<int, senders> seen{};
-    while (downs.load() < senders) {
-      auto m = co_await self.receive(on<tagged>(), on<down>());
-      if (m.is<tagged>()) {
-        ++seen[static_cast<std::size_t>(m.get<tagged>().sender)];
-        continue;
-      }
-      const auto s =
-          static_cast<std::size_t>(std::find(ps.begin(), ps.end(), m.get<down>().pid) - ps.begin());
-      if (s >= ps.size() || seen[s] != per) in_order = false;
-      downs.fetch_add(1);
-    }
+    verdict = co_await downs_follow_messages(self, ps, per) ? 1 : 0;
   });
   int sent = 0;
-  ASSERT_TRUE(burst_until_lanes(rt, receiver, c, sent, 20000 / stress_divisor));
+  ASSERT_TRUE(burst_until_lanes(rt, receiver, c, sent, 20000 / stress_divisor))
+      << "no sender lanes after 40 bursts (" << c.got.load() << " of " << sent * lane_senders
+      << " messages in)";
   rt.send(receiver, go_on{});
   for (int k = 0; k < senders; ++k) {
     ps[static_cast<std::size_t>(k)] = rt.spawn([receiver, k](process& self) -> task<> {
@@ -213,8 +211,8 @@ TEST(InboxLanes, ANoprocDownComesAfterTheGoneProcessesMessages) {
   }
   for (pid p : ps) expect_gone(rt, p);
   gone = true;
-  EXPECT_TRUE(eventually([&] { return downs.load() == senders; }));
-  EXPECT_TRUE(in_order) << "a noproc DOWN overtook a message of its process";
+  EXPECT_TRUE(eventually([&] { return verdict.load() >= 0; })) << "not every DOWN came";
+  EXPECT_EQ(verdict.load(), 1) << "a noproc DOWN overtook a message of its process";
 }
 
 // Queue lengths count what waits in the lanes; a process with lanes that exits refuses later
@@ -232,13 +230,13 @@ TEST(InboxLanes, QueueLengthsAndExitWithLanes) {
         co_await self.receive(on<drained>());  // everything else stays queued
         continue;
       }
-      const tagged& t = m.get<tagged>();
-      if (t.n != c.next[static_cast<std::size_t>(t.sender)]++) c.ordered = false;
-      c.got.fetch_add(1, std::memory_order_release);
+      c.take(m.get<tagged>());
     }
   });
   int sent = 0;
-  ASSERT_TRUE(burst_until_lanes(rt, receiver, c, sent, 20000 / stress_divisor));
+  ASSERT_TRUE(burst_until_lanes(rt, receiver, c, sent, 20000 / stress_divisor))
+      << "no sender lanes after 40 bursts (" << c.got.load() << " of " << sent * lane_senders
+      << " messages in)";
   rt.send(receiver, hold{});
   ASSERT_TRUE(eventually([&] { return holding.load(); }));
   constexpr int per = 1000;
