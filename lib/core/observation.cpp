@@ -97,6 +97,7 @@ void set_system_monitor(runtime_core& rt, const system_monitor_settings& s) noex
   std::uint8_t active = 0;
   if (on && s.long_queue_enable != 0) active |= monitor_queue;
   if (on && s.long_schedule.count() != 0) active |= monitor_schedule;
+  if (on && s.busy_dist_port) active |= monitor_busy_dist;
   // Last: runs test this one first.
   m.active.store(active, std::memory_order_release);
 }
@@ -108,6 +109,7 @@ system_monitor_settings system_monitor_of(const runtime_core& rt) noexcept {
   s.long_queue_enable = m.long_queue_enable.load(std::memory_order_relaxed);
   s.long_queue_disable = m.long_queue_disable.load(std::memory_order_relaxed);
   s.long_schedule = std::chrono::nanoseconds(m.long_schedule_ns.load(std::memory_order_relaxed));
+  s.busy_dist_port = (m.active.load(std::memory_order_relaxed) & monitor_busy_dist) != 0;
   return s;
 }
 
@@ -122,6 +124,12 @@ void send_alarm(runtime_core& rt, monitor_alarm a) noexcept {
   }
 }
 }  // namespace
+
+void busy_port_alarm(runtime_core& rt, pid suspended, pid port) noexcept {
+  if ((rt.monitor.active.load(std::memory_order_acquire) & monitor_busy_dist) == 0) return;
+  const monitor_alarm a{monitor_alarm::kind::busy_dist_port, suspended, true, 0, {}, port};
+  send_alarm(rt, a);
+}
 
 namespace {
 // The process's own memory besides its queue: record, frames, and sender lanes if it has them.
@@ -188,7 +196,7 @@ std::size_t queue_length(const proc* p) noexcept {
 
 void alarm_queue(proc* p, bool on) noexcept {
   if (p->queue_alarm.exchange(on, std::memory_order_acq_rel) == on) return;  // no change
-  monitor_alarm a{monitor_alarm::kind::long_message_queue, p->id(), on, queue_length(p), {}};
+  monitor_alarm a{monitor_alarm::kind::long_message_queue, p->id(), on, queue_length(p), {}, {}};
   send_alarm(*p->rt(), a);
 }
 
@@ -206,8 +214,12 @@ void check_queue_alarm(proc* p) noexcept {
 void check_long_schedule(proc* p, std::int64_t ns) noexcept {
   const std::int64_t limit = p->rt()->monitor.long_schedule_ns.load(std::memory_order_relaxed);
   if (limit == 0 || ns <= limit) return;
-  send_alarm(*p->rt(), monitor_alarm{monitor_alarm::kind::long_schedule, p->id(), true,
-                                     queue_length(p), std::chrono::nanoseconds(ns)});
+  send_alarm(*p->rt(), monitor_alarm{monitor_alarm::kind::long_schedule,
+                                     p->id(),
+                                     true,
+                                     queue_length(p),
+                                     std::chrono::nanoseconds(ns),
+                                     {}});
 }
 
 // -- wait labels -------------------------------------------------------------------------------
@@ -345,7 +357,8 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
     s.status = process_status::running;
   } else if ((word & inbox_word::pointer_mask) == inbox_word::blocked ||
              (word & inbox_word::pointer_mask) == inbox_word::inspected) {
-    s.status = process_status::waiting;
+    s.status = p->pauses.load(std::memory_order_relaxed) != 0 ? process_status::suspended
+                                                              : process_status::waiting;
   } else {
     s.status = process_status::runnable;
   }

@@ -28,6 +28,11 @@ std::string named_list(runtime_core& rt, const std::vector<pid>& pids);
 /// runtime_core::monitor_state::active bits.
 inline constexpr std::uint8_t monitor_queue = 1;
 inline constexpr std::uint8_t monitor_schedule = 2;
+inline constexpr std::uint8_t monitor_busy_dist = 4;
+
+/// A busy_dist_port alarm, if the subscriber asked for them: `suspended` sent to the busy
+/// connection served by `port`.
+void busy_port_alarm(runtime_core& rt, pid suspended, pid port) noexcept;
 
 /// At the end of p's run (or a scoped_process's receive), while the long_message_queue alarm is on:
 /// raises p's alarm once its queue has reached the enable mark, lowers it once the queue is at

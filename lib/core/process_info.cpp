@@ -18,6 +18,8 @@ std::string_view to_string(process_status s) noexcept {
       return "waiting";
     case process_status::exiting:
       return "exiting";
+    case process_status::suspended:
+      return "suspended";
   }
   return "undefined";
 }

@@ -136,6 +136,23 @@ class run_meter {
   }
 }
 
+// A process that a busy connection paused (remote_pause_running) resumes no more of its body
+// until every pause is lifted: it parks in the ready state, and any push (the resume signal,
+// a message) runs it again only to drain its inbox and look once more. Its signals are acted
+// on meanwhile, so an exit signal still ends it. True: go on; false: it parked or exited (p is
+// no longer ours).
+[[gnu::noinline]] bool wait_out_pauses(proc* p, run_meter& m) {
+  for (;;) {
+    drain(p);
+    if (p->exiting) {
+      exit_process(p, p->reason);
+      return false;
+    }
+    if (p->pauses.load(std::memory_order_relaxed) == 0) return true;
+    if (park(p, m)) return false;
+  }
+}
+
 void arm_timeout(proc* p) {
   receive_op* op = p->op;
   if (p->timer == nullptr) p->timer = ::new (allocate(sizeof(timer_entry))) timer_entry;
@@ -236,6 +253,9 @@ void run_process(worker& w, proc* p) {
   }
 
   for (;;) {
+    if (p->pauses.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      if (!wait_out_pauses(p, meter)) return;
+    }
     p->suspend = suspend_kind::none;
     p->resume_point.resume();
 

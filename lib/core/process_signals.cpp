@@ -110,6 +110,10 @@ bool handle_signal(proc* p, message_node* n) {
         p->timeout_fired = true;
       }
       return false;
+    case signal_kind::resume:
+      if (const auto held = p->pauses.load(std::memory_order_relaxed); held != 0)
+        p->pauses.store(static_cast<std::uint16_t>(held - 1), std::memory_order_relaxed);
+      return false;
     case signal_kind::none:
       break;
   }

@@ -180,6 +180,10 @@ struct proc {
   /// The mailbox is bounded (`bound` is set). Immutable after publication and on the line a
   /// send touches anyway, so an unbounded target costs a sender one test of a byte.
   bool bounded = false;
+  /// Pauses a busy connection asked for and has not lifted yet (remote_pause_running): while
+  /// not zero the body is not resumed. In the padding after `bounded`. Owner only; atomic
+  /// (relaxed loads and stores) because process_info reads it for the `suspended` status.
+  std::atomic<std::uint16_t> pauses{0};
   receive_op* op = nullptr;
   std::coroutine_handle<> resume_point;
   message_queue queue;

@@ -9,7 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "observation.hpp"
 #include "process_ops.hpp"
+#include "run_context.hpp"
 #include "runtime_core.hpp"
 #include "signals.hpp"
 
@@ -99,6 +101,38 @@ void remote_down_in(runtime_core& rt, pid watcher, std::uint64_t ref, pid target
   } catch (...) {
     // Out of memory: this watcher is not told (the documented OOM limitation of DOWNs).
   }
+}
+
+pid running_process() noexcept {
+  const proc* p = running_proc();
+  return p != nullptr && !p->external ? p->id() : pid();
+}
+
+pause_ticket remote_pause_running() noexcept {
+  proc* p = running_proc();
+  if (p == nullptr || p->external) return {};
+  message_node* n = nullptr;
+  try {
+    n = make_node<resume_signal>(resume_tag, resume_signal{});
+  } catch (...) {
+    return {};  // out of memory: the sender goes on unpaused
+  }
+  // The running process's own field: this thread is its owner now.
+  p->pauses.store(static_cast<std::uint16_t>(p->pauses.load(std::memory_order_relaxed) + 1),
+                  std::memory_order_relaxed);
+  // Back to the scheduler at the next reduction, where the pause takes effect.
+  this_run.budget = 0;
+  return {p->id(), n};
+}
+
+void remote_resume(runtime_core& rt, pause_ticket t) noexcept {
+  if (t.resume == nullptr) return;
+  pin guard(rt);
+  deliver(rt, t.who, t.resume);
+}
+
+void remote_busy_alarm(runtime_core& rt, pid suspended, pid port) noexcept {
+  busy_port_alarm(rt, suspended, port);
 }
 
 }  // namespace detail

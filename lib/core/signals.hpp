@@ -23,7 +23,8 @@ enum class signal_kind : std::uint8_t {
   down,
   timeout,
   reply,
-  priority
+  priority,
+  resume
 };
 static_assert(static_cast<std::uint8_t>(signal_kind::reply) == reply_signal);
 
@@ -57,6 +58,9 @@ struct priority_signal {
   }
 };
 
+/// Lifts one pause of a process that a busy connection held back (remote_pause_running).
+struct resume_signal {};
+
 template <class T, signal_kind K>
 inline constexpr type_descriptor signal_type{&destroy_typed<T>, &typeid(T),
                                              node_kind::signal, static_cast<std::uint8_t>(K),
@@ -70,6 +74,8 @@ inline constexpr const type_descriptor* priority_tag =
     &signal_type<priority_signal, signal_kind::priority>;
 inline constexpr const type_descriptor* timeout_tag =
     &signal_type<timeout_signal, signal_kind::timeout>;
+inline constexpr const type_descriptor* resume_tag =
+    &signal_type<resume_signal, signal_kind::resume>;
 /// A DOWN in transit: becomes a `down` message if the watcher still holds the monitor. Same
 /// payload type as the message, so accepting it is a retag, not a copy.
 inline constexpr const type_descriptor* down_tag = &signal_type<down, signal_kind::down>;

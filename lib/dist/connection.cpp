@@ -76,6 +76,8 @@ void connection::take_outbox() {
     bytes.swap(box_->bytes);
     ops.swap(box_->ops);
     box_->woken = false;
+    box_->unsent += box_->queued;  // still unwritten, now ours
+    box_->queued = 0;
   }
   if (ops.empty() && wbuf_.empty()) {
     wbuf_.swap(bytes);  // the common case: only packets, nothing to copy
@@ -97,10 +99,22 @@ void connection::lose_command(out_command& c, const exit_reason& why) {
     core::remote_down_in(node_.rt(), c.local, c.ref, c.remote, why, std::move(c.name));
 }
 
+void connection::set_unsent(std::size_t n) {
+  std::vector<core::pause_ticket> lift;
+  {
+    std::lock_guard lock(box_->mu);
+    box_->unsent = n;
+    lift = box_->settle_locked(node_.opts.busy_limit / 2, false);
+  }
+  resume_all(node_.rt(), std::move(lift));
+}
+
 task<std::string> connection::flush() {
   // In slices: a socket takes at most max_packet bytes per send, and a batch can be larger.
+  // Each slice the socket takes counts as written, so a busy outbox clears as soon as it can.
   constexpr std::size_t slice = 512u << 10;
   std::string failed;
+  if (box_) set_unsent(wbuf_.size());
   for (std::size_t off = 0; off < wbuf_.size(); off += slice) {
     const std::string_view part = std::string_view(wbuf_).substr(off, slice);
     auto r = co_await net::send(self_, sock_, part);
@@ -108,6 +122,7 @@ task<std::string> connection::flush() {
       failed = "send: " + r.error().message();
       break;
     }
+    if (box_) set_unsent(wbuf_.size() - std::min(wbuf_.size(), off + part.size()));
   }
   wbuf_.clear();
   co_return failed;
@@ -261,12 +276,16 @@ void connection::finish(const std::string& why) {
   // (A deposit that finds the outbox closed goes to a new connection instead.)
   if (box_) {
     std::vector<outbox::op> ops;
+    std::vector<core::pause_ticket> lift;
     {
       std::lock_guard lock(box_->mu);
       box_->closed = true;
       ops.swap(box_->ops);
       box_->bytes.clear();
+      box_->queued = box_->unsent = 0;
+      lift = box_->settle_locked(0, true);  // what was paused here goes on (as in OTP)
     }
+    resume_all(node_.rt(), std::move(lift));
     for (auto& o : ops) lose_command(o.cmd, lost);
   }
   tables_.lose(node_.rt(), lost);

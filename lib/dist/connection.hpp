@@ -39,6 +39,9 @@ class connection {
   task<std::string> run();
   /// Writes wbuf_; "" or why the write failed.
   task<std::string> flush();
+  /// What is left of wbuf_ to write, for the outbox's busy state: lifts its pauses when that
+  /// brings it back under half the limit.
+  void set_unsent(std::size_t n);
   void finish(const std::string& why);
 
  private:

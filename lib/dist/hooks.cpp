@@ -97,7 +97,7 @@ void node_state::send_named(pid from, std::string_view name, std::string_view no
     const term control =
         term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
     if (auto r = append_packet(c.bytes, control, &*t, self))
-      post(target, std::move(c));
+      post(target, std::move(c), /*message=*/true);
     else
       log(log_level::error, "distribution: a message to {" + std::string(name) + ", " + target +
                                 "} cannot be encoded, so it is not sent: " + r.error());

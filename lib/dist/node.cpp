@@ -1,7 +1,9 @@
 // Starting and stopping a node, its kernel process, and its table of connections.
 #include <beamlet/core/detail/core.hpp>
+#include <beamlet/core/detail/scheduler_io.hpp>
 #include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist/node.hpp>
+#include <beamlet/observe/metrics.hpp>
 
 #include <unistd.h>
 
@@ -22,7 +24,31 @@ namespace detail {
 
 namespace core = beamlet::detail;
 
+void node_state::attached(core::runtime_core& rt) {
+  rt_ = &rt;
+  core::add_metrics_collector(rt, "dist", [this](metrics_writer& w) {
+    w.family(
+        "dist_outbox_bytes", "gauge",
+        "Bytes waiting to be written to a connected node (busy past node_options::busy_limit).");
+    {
+      std::shared_lock lock(mu);
+      for (const auto& [name, e] : conns) {
+        std::size_t n = 0;
+        {
+          std::lock_guard box_lock(e.box->mu);
+          n = e.box->pending();
+        }
+        w.sample("dist_outbox_bytes", n, metrics_writer::label("node", name));
+      }
+    }
+    w.family("dist_busy_pauses_total", "counter",
+             "Processes suspended because they sent to a busy connection (busy_dist_port).");
+    w.sample("dist_busy_pauses_total", busy_pauses.load(std::memory_order_relaxed));
+  });
+}
+
 void node_state::stopping() noexcept {
+  core::remove_metrics_collector(*rt_, "dist");
   set_running(false);
   core::install_hook(*rt_, static_cast<core::remote_hooks*>(nullptr));
 }
@@ -57,46 +83,111 @@ pid node_state::ensure_connection_locked(const std::string& node) {
   return c;
 }
 
-bool node_state::deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd) {
+// -- backpressure --------------------------------------------------------------------------
+
+outbox::~outbox() {
+  // Pauses still held when the node goes away with the runtime: their processes are ending.
+  for (auto& [who, t] : paused) beamlet::detail::destroy_node(t.resume);
+}
+
+std::vector<core::pause_ticket> outbox::settle_locked(std::size_t low, bool force) {
+  std::vector<core::pause_ticket> out;
+  if (!busy || (!force && pending() > low)) return out;
+  busy = false;
+  out.reserve(paused.size());
+  for (auto& [who, t] : paused) out.push_back(t);
+  paused.clear();
+  drained.notify_all();
+  return out;
+}
+
+void resume_all(core::runtime_core& rt, std::vector<core::pause_ticket> ts) {
+  for (const auto& t : ts) core::remote_resume(rt, t);
+}
+
+node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_view bytes,
+                                          out_command* cmd, bool message) {
   std::unique_lock lock(box.mu);
-  if (box.closed) return false;
+  if (box.closed) return deposited::no;
   const bool wake = !box.woken;
   box.woken = true;
+  box.queued += bytes.size();
   if (cmd == nullptr)
     box.bytes.append(bytes);
   else
     box.ops.push_back(outbox::op{box.bytes.size(), std::move(*cmd)});
+  const std::size_t limit = opts.busy_limit;
+  if (limit != 0 && !box.busy && box.pending() > limit) box.busy = true;
+  pid paused;
+  bool wait = false;
+  if (box.busy && message) {
+    // OTP suspends a process that sends to a busy distribution port. The message is queued
+    // all the same: nothing is dropped, the sender just goes no further until the drain.
+    if (const pid me = core::running_process()) {
+      if (!box.paused.contains(me)) {
+        const core::pause_ticket t = core::remote_pause_running();
+        if (t.who) {
+          box.paused.emplace(me, t);
+          paused = me;
+        }
+      }
+    } else if (core::current_scheduler(*rt_) < 0) {
+      wait = true;  // an outside thread: it may block (a scheduler thread never does)
+    }
+  }
   lock.unlock();
   if (wake) core::send_node(*rt_, conn, core::make_message(outbox_ready{}));
-  return true;
+  if (paused) {
+    busy_pauses.fetch_add(1, std::memory_order_relaxed);
+    core::remote_busy_alarm(*rt_, paused, conn);
+  }
+  return wait ? deposited::wait : deposited::yes;
 }
 
-bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_command* cmd) {
+void node_state::wait_drained(outbox& box) {
+  std::unique_lock lock(box.mu);
+  box.drained.wait_for(lock, opts.net_ticktime, [&] { return !box.busy || box.closed; });
+}
+
+bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_command* cmd,
+                            bool message) {
   // The deposit is made under `mu`, shared for a connection in the table, exclusive for one we
   // start: a connection leaves the table (under `mu`, exclusively) before it closes its outbox,
   // so a box found in the table takes the command, and a connection that then fails answers it
   // with noconnection. (Looking it up, letting go of `mu` and depositing afterwards could find
   // the box closed by a connection that failed in between, however often it was tried.)
+  std::shared_ptr<outbox> box;
+  deposited d = deposited::no;
+  bool found = false;
   {
     std::shared_lock lock(mu);
     if (!running()) return false;
-    if (auto it = conns.find(node); it != conns.end())
-      return deposit(*it->second.box, it->second.process, bytes, cmd);
+    if (auto it = conns.find(node); it != conns.end()) {
+      found = true;
+      d = deposit(*it->second.box, it->second.process, bytes, cmd, message);
+      if (d == deposited::wait) box = it->second.box;
+    }
   }
-  std::unique_lock lock(mu);
-  const pid conn = ensure_connection_locked(std::string(node));
-  if (!conn) return false;
-  return deposit(*conns.find(node)->second.box, conn, bytes, cmd);
+  if (!found) {
+    std::unique_lock lock(mu);
+    const pid conn = ensure_connection_locked(std::string(node));
+    if (!conn) return false;
+    const conn_entry& e = conns.find(node)->second;
+    d = deposit(*e.box, conn, bytes, cmd, message);
+    if (d == deposited::wait) box = e.box;
+  }
+  if (box) wait_drained(*box);  // with no lock held: the drain needs `mu` to end a connection
+  return d != deposited::no;
 }
 
-bool node_state::post(std::string_view node, out_command&& cmd) {
+bool node_state::post(std::string_view node, out_command&& cmd, bool message) {
   // A plain packet needs no bookkeeping: it joins the bytes.
   const bool plain = cmd.what == out_command::kind::packet;
-  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd);
+  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd, message);
 }
 
 bool node_state::post_bytes(std::string_view node, std::string_view bytes) {
-  return deposit_to(node, bytes, nullptr);
+  return deposit_to(node, bytes, nullptr, true);
 }
 
 void node_state::post_stop(const std::string& node, std::string why) {
@@ -302,6 +393,15 @@ std::vector<std::string> nodes(runtime& rt) {
     if (e.established) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::optional<std::size_t> outbox_bytes(runtime& rt, std::string_view node) {
+  auto& st = extension<detail::node_state>(rt);
+  std::shared_lock lock(st.mu);
+  auto it = st.conns.find(node);
+  if (it == st.conns.end()) return std::nullopt;
+  std::lock_guard box_lock(it->second.box->mu);
+  return it->second.box->pending();
 }
 
 task<bool> connect_node(process& self, std::string node) {

@@ -11,6 +11,7 @@
 #include <beamlet/core/config.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -56,12 +57,36 @@ struct outbox {
     std::size_t at;  ///< written after bytes[0, at)
     out_command cmd;
   };
+  outbox() = default;
+  outbox(const outbox&) = delete;
+  outbox& operator=(const outbox&) = delete;
+  ~outbox();
+
   std::mutex mu;
   std::string bytes;
   std::vector<op> ops;
   bool woken = false;   ///< an outbox_ready is on its way to the connection
   bool closed = false;  ///< the connection ended: deposits fail (and go to a new connection)
+
+  // -- backpressure (node_options::busy_limit), under mu --
+  std::size_t queued = 0;  ///< bytes deposited here and not taken by the connection yet
+  std::size_t unsent = 0;  ///< bytes the connection took and has not handed to its socket yet
+  /// queued + unsent went over the limit; cleared when they are back at half of it (or the
+  /// connection ends). While set, a process that sends here is paused until it clears.
+  bool busy = false;
+  /// The processes paused for this connection, one pause each, lifted when busy clears.
+  std::unordered_map<pid, beamlet::detail::pause_ticket> paused;
+  /// Outside threads that sent while busy wait on this (bounded by net_ticktime).
+  std::condition_variable drained;
+
+  /// Bytes the connection has not written yet, for metrics and outbox_bytes().
+  std::size_t pending() const { return queued + unsent; }
+  /// Clears busy when pending() is at `low` or below (or `force`), and returns the pauses to
+  /// lift, which the caller hands to remote_resume after letting go of mu.
+  std::vector<beamlet::detail::pause_ticket> settle_locked(std::size_t low, bool force);
 };
+/// Lifts the pauses settle_locked returned.
+void resume_all(beamlet::detail::runtime_core& rt, std::vector<beamlet::detail::pause_ticket> ts);
 /// Tells a connection its outbox has something.
 struct outbox_ready {};
 
@@ -89,7 +114,8 @@ struct conn_entry {
 
 class node_state final : public runtime_extension, public beamlet::detail::remote_hooks {
  public:
-  void attached(beamlet::detail::runtime_core& rt) override { rt_ = &rt; }
+  /// Also adds the layer's metrics (dist_outbox_bytes, dist_busy_pauses_total).
+  void attached(beamlet::detail::runtime_core& rt) override;
   void stopping() noexcept override;
 
   beamlet::detail::runtime_core& rt() const { return *rt_; }
@@ -124,10 +150,13 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   /// The connection for `node`, made (as an initiator) if there is none. Caller holds `mu`
   /// exclusively. Null pid when not running.
   pid ensure_connection_locked(const std::string& node);
-  /// Gives `cmd` to the connection for `node`, making one if needed.
-  bool post(std::string_view node, out_command&& cmd);
-  /// post() for a ready packet (the send path).
+  /// Gives `cmd` to the connection for `node`, making one if needed. `message`: it carries a
+  /// message (SEND, REG_SEND), whose sender a busy connection pauses.
+  bool post(std::string_view node, out_command&& cmd, bool message = false);
+  /// post() for a ready message packet (the send path).
   bool post_bytes(std::string_view node, std::string_view bytes);
+  /// Processes paused by a busy connection so far (busy_dist_port events).
+  std::atomic<std::uint64_t> busy_pauses{0};
   void post_stop(const std::string& node, std::string why);
 
   // -- node monitors (guarded by mu) ---------------------------------------------------------
@@ -159,9 +188,18 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
 
   /// Deposits into the outbox of the connection for `node`, made if there is none, under `mu`
   /// (false when the node is not running or `node` is this one).
-  bool deposit_to(std::string_view node, std::string_view bytes, out_command* cmd);
-  /// Appends to the connection's outbox (false: that connection has ended meanwhile).
-  bool deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd);
+  bool deposit_to(std::string_view node, std::string_view bytes, out_command* cmd, bool message);
+  /// What a deposit did, and what its caller still has to do.
+  enum class deposited : std::uint8_t {
+    no,  ///< the connection has ended meanwhile
+    yes,
+    wait,  ///< yes, into a busy outbox, by an outside thread: it waits for the drain
+  };
+  /// Appends to the connection's outbox; a message sent into a busy outbox pauses its sending
+  /// process (a busy_dist_port event).
+  deposited deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd, bool message);
+  /// An outside thread's wait for a busy outbox to drain, at most net_ticktime.
+  void wait_drained(outbox& box);
 
   beamlet::detail::runtime_core* rt_ = nullptr;
   std::atomic<bool> running_{false};

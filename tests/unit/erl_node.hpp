@@ -116,6 +116,14 @@ class erl_node {
 
   /// SIGKILL: the node vanishes without closing anything (its connections see a reset or EOF).
   void kill() { kill_child(os_pid_); }
+  /// SIGSTOP: the node stops reading its sockets (and answering) until thaw(); what it is sent
+  /// meanwhile fills the socket buffers between us.
+  void freeze() {
+    if (os_pid_ != 0) ::kill(os_pid_, SIGSTOP);
+  }
+  void thaw() {
+    if (os_pid_ != 0) ::kill(os_pid_, SIGCONT);
+  }
 
   /// Waits until the node answers (it takes a second or two to boot).
   bool wait_up(scoped_process& me, std::chrono::seconds limit = std::chrono::seconds(30)) {

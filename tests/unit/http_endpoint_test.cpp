@@ -54,14 +54,6 @@ client_result run_client(const std::string& args) {
   return r;
 }
 
-/// Resident memory of this process, in bytes.
-std::size_t rss_bytes() {
-  std::ifstream in("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  in >> pages >> resident;
-  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
-
 /// A small system to look at: app_sup with a worker and a pool of three, and a process with a
 /// backlog of 500 messages.
 struct system_under_test {
@@ -159,7 +151,7 @@ TEST(HttpEndpoint, AThousandConcurrentRequests) {
   const std::string port = std::to_string(ep.port());
   auto first = run_client("concurrent " + port + " 1000");
   ASSERT_EQ(first.status, 0) << first.out << cuts();
-  const std::size_t after_first = rss_bytes();
+  const std::int64_t after_first = resident_bytes();
   for (int round = 0; round < 2; ++round) {
     const auto r = run_client("concurrent " + port + " 1000");
     ASSERT_EQ(r.status, 0) << r.out << cuts();
@@ -168,7 +160,7 @@ TEST(HttpEndpoint, AThousandConcurrentRequests) {
   // Memory stays bounded: more rounds do not keep growing the process. (Not under ASan, whose
   // quarantine keeps freed memory resident on purpose.)
   if (!under_asan) {
-    EXPECT_LT(rss_bytes(), after_first + 32u * 1024 * 1024);
+    EXPECT_LT(resident_bytes(), after_first + 32 * 1024 * 1024);
   }
   EXPECT_TRUE(eventually([&] { return ep.stats().open_connections == 0; }));
   EXPECT_EQ(ep.stats().connections, 3000u);

@@ -19,13 +19,6 @@ namespace beamlet::test {
 
 namespace {
 
-std::int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 // Builds with the system allocator (the sanitizer presets) have no chunks to give back.
 bool size_class_allocator() {
   void* p = detail::allocate(64);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <beamlet/beamlet.hpp>
 #include <beamlet/core/testing.hpp>
 
@@ -11,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -77,6 +80,14 @@ using testing::assert_receive;
 using testing::eventually;
 using testing::refute_receive;
 using testing::watched;
+
+/// Resident memory of this test process, in bytes.
+inline std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
 
 /// Runs `body` as a process and waits for it to end; returns its exit reason, or nullopt if it
 /// did not end within `limit`.

@@ -37,8 +37,11 @@ enum class process_status : std::uint8_t {
   runnable,  ///< queued to run
   waiting,   ///< parked in a receive (or a scoped_process's wait)
   exiting,   ///< ending: its links and monitors are being told
+  /// held back: it sent to a busy distribution connection (OTP's busy_dist_port) and goes on
+  /// when that connection has drained
+  suspended,
 };
-/// "running", "runnable", "waiting", "exiting" (OTP's words).
+/// "running", "runnable", "waiting", "exiting", "suspended" (OTP's words).
 std::string_view to_string(process_status s) noexcept;
 
 struct process_details {

@@ -40,17 +40,20 @@ inline constexpr bool is_control_message<exit_message> = true;
 }  // namespace detail
 
 /// What the system monitor (beamlet/core/system_monitor.hpp) sends its subscriber:
-/// {monitor, Pid, long_message_queue, Bool} and {monitor, Pid, long_schedule, Info} in OTP.
+/// {monitor, Pid, long_message_queue, Bool}, {monitor, Pid, long_schedule, Info} and
+/// {monitor, SusPid, busy_dist_port, Port} in OTP.
 struct monitor_alarm {
   enum class kind : std::uint8_t {
     long_message_queue,  ///< `on`: the queue crossed the enable mark; off: back under disable
     long_schedule,       ///< the process ran `ran` without suspending
+    busy_dist_port,      ///< the process was suspended: it sent to `port`'s busy connection
   };
   kind which;
   beamlet::pid pid;
   bool on = true;
   std::size_t queue_len = 0;
   std::chrono::nanoseconds ran{0};
+  beamlet::pid port;  ///< busy_dist_port: the process of the busy connection
 };
 
 BEAMLET_END_NAMESPACE

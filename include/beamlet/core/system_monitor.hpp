@@ -8,6 +8,9 @@
 //     (or the process ended); nothing in between, however the queue moves.
 //   - long_schedule: a process ran longer than the limit without suspending (a busy loop, a
 //     blocking call inside a process): the kind of bug that starves a scheduler.
+//   - busy_dist_port: a process was suspended because it sent to a distribution connection
+//     whose outbox was over its limit (beamlet/dist/node.hpp, node_options::busy_limit); `port`
+//     is the connection's process. One alarm per suspension.
 //
 // When: never on a send. A queue is checked by its owner as it takes new arrivals in (each
 // receive that finds some) and where it is scheduled out (the end of each run); a send to a
@@ -40,6 +43,8 @@ struct system_monitor_settings {
   std::size_t long_queue_disable = 0;
   /// long_schedule alarms when a run lasts longer than this; zero disables them.
   std::chrono::nanoseconds long_schedule{0};
+  /// busy_dist_port alarms (OTP's option of the same name).
+  bool busy_dist_port = false;
 };
 
 /// Replaces the runtime's settings. Throws std::invalid_argument (and changes nothing) when

@@ -20,6 +20,11 @@
 // node incarnations introduced per connection. A peer past one is disconnected, with the
 // reason logged; nothing else is affected.
 //
+// Backpressure (OTP's busy_dist_port): past node_options::busy_limit bytes waiting for a peer,
+// a process that sends it a message is suspended, its message queued, until the connection has
+// drained to half the limit or ended; nothing is dropped and order is kept. A peer that reads
+// nothing at all is dropped after net_ticktime.
+//
 // The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global` and
 // `pg` ignore it, and every node that talks to it connects to it directly. The cookie
 // authenticates, it does not encrypt: run distribution on a trusted network only.
@@ -80,6 +85,12 @@ struct node_options {
   /// yet known, mentioned in what the peer sends); past it the connection is closed as a
   /// misbehaving peer. See intern_node for how slots are shared and reclaimed.
   std::size_t max_foreign_nodes = 4096;
+  /// Backpressure (OTP's dist_buf_busy_limit): when the bytes waiting to be written to a peer
+  /// pass this, the connection is busy until they are back at half of it. A process that sends
+  /// a message to a busy connection is suspended (after its message is queued: nothing is
+  /// dropped) until the connection is no longer busy or ends, and the system monitor reports
+  /// busy_dist_port; an outside thread waits, at most net_ticktime. 0: no limit.
+  std::size_t busy_limit = 1u << 20;
 };
 
 /// A node's identity once started.
@@ -133,6 +144,11 @@ struct nodedown {
 void monitor_node(basic_process& self, std::string_view node, bool on = true);
 /// net_kernel:monitor_nodes(Flag): `nodeup` and `nodedown` for every connection.
 void monitor_nodes(basic_process& self, bool on = true);
+
+/// Bytes waiting to be written to `node` (queued by senders, or taken by its connection and
+/// not yet handed to the socket); nullopt when there is no connection to it. Also exported as
+/// the metric dist_outbox_bytes{node="..."}.
+std::optional<std::size_t> outbox_bytes(runtime& rt, std::string_view node);
 
 /// `{Name, Node}`: the node a pid is on ("" for a local pid of a runtime with no node).
 std::string node_name(runtime& rt, pid p);

@@ -20,6 +20,7 @@
 //   http_connections_open, http_connections_total, http_requests_total, http_rejected_total,
 //   http_timeouts_total, http_bad_requests_total, http_accept_errors_total,
 //   http_queued_bytes, http_slow_closed_total{port="..."}          each HTTP endpoint
+//   dist_outbox_bytes{node="..."}, dist_busy_pauses_total         the distribution layer
 // and, last, the application's own families (beamlet/observe/app_metrics.hpp), under their own
 // names.
 // Counters count since the runtime started (Prometheus derives rates, e.g. the start_child

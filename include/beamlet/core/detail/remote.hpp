@@ -83,5 +83,30 @@ void remote_demonitor_in(runtime_core& rt, pid target, std::uint64_t ref,
 void remote_down_in(runtime_core& rt, pid watcher, std::uint64_t ref, pid target,
                     exit_reason reason, std::string name) noexcept;
 
+// -- backpressure (OTP's busy_dist_port) --------------------------------------------------------
+
+/// A pause of one process, taken by the layer when that process sent to a connection over its
+/// limit, and handed back with remote_resume when the connection has drained (or closed).
+/// Holds the resume signal, made up front, so that lifting the pause cannot fail.
+struct pause_ticket {
+  pid who;                         ///< null: no pause was taken
+  message_node* resume = nullptr;  ///< owned until remote_resume
+};
+/// The process running on the calling thread: the null pid on an outside thread or a
+/// scoped_process's.
+pid running_process() noexcept;
+/// Pauses the process running on the calling thread: it finishes its current run, but its body
+/// is not resumed until every pause taken has been lifted; its signals are still acted on, so
+/// it can be killed meanwhile. Returns an empty ticket when the caller is not a process running
+/// on a scheduler (an outside thread, or a scoped_process: the layer decides what they do), or
+/// when memory for the resume signal cannot be had (no pause then).
+pause_ticket remote_pause_running() noexcept;
+/// Lifts the pause `t` took (nothing for an empty ticket; a process that has ended meanwhile
+/// drops it).
+void remote_resume(runtime_core& rt, pause_ticket t) noexcept;
+/// The busy_dist_port alarm of the system monitor (system_monitor.hpp), if it is on: `suspended`
+/// was paused for the connection that process `port` serves.
+void remote_busy_alarm(runtime_core& rt, pid suspended, pid port) noexcept;
+
 }  // namespace detail
 BEAMLET_END_NAMESPACE
