@@ -11,17 +11,28 @@
 //       bench/beam/dist_bench.erl): one-way throughput for each payload size (N messages
 //       {m, Payload} by pid, then {done, self()}, timed until the count comes back), then K
 //       sequential round trips. Prints one JSON object per measurement.
+//   dist_bench slow <node> <cookie> <busy-limit> <seconds> <size>
+//       A beamlet node for a slow reader (tests/dist/bad_peer.py's `slow`, which connects to the
+//       port printed as "ready <port>"): once it is connected, one process sends it {m, Payload}
+//       messages of <size> bytes by name, yielding after each, for <seconds> (or until this
+//       process has grown by 1 GiB), with node_options::busy_limit = <busy-limit> (0: off).
+//       Prints one JSON object: what was sent, and the peaks of resident memory and outbox.
 #include <beamlet/core/runtime.hpp>
 #include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace beamlet;
@@ -160,6 +171,66 @@ int run(runtime& rt, settings s) {
   return rc ? rc.get<int>() : 1;
 }
 
+std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// The slow-reader measurement: one sender, a sampler on this thread every 10 ms.
+int slow(runtime& rt, std::size_t busy_limit, double seconds, int size) {
+  std::printf("ready %u\n", static_cast<unsigned>(dist::self(rt)->port));
+  std::fflush(stdout);
+  scoped_process me(rt);
+  dist::monitor_nodes(me);
+  auto up = me.receive(on<dist::nodeup>(), after(std::chrono::seconds(30)));
+  if (!up) {
+    std::fprintf(stderr, "dist_bench: the slow reader never connected\n");
+    return 1;
+  }
+  const std::string peer = up.get<dist::nodeup>().node;
+  std::atomic<long> sent{0};
+  std::atomic<bool> stop{false};
+  const std::int64_t base = resident_bytes();
+  const pid sender = me.spawn([&sent, &stop, peer, size](process& self) -> task<> {
+    const term msg =
+        term::make_tuple({term::make_atom("m"), term::make_binary(std::string(size, 'x'))});
+    while (!stop.load(std::memory_order_relaxed)) {
+      self.send("sink", peer, msg);
+      sent.fetch_add(1, std::memory_order_relaxed);
+      co_await self.yield();
+    }
+  });
+  (void)me.monitor(sender);
+  const auto t0 = steady::now();
+  std::int64_t rss_peak = 0;
+  std::size_t outbox_peak = 0;
+  bool capped = false;
+  double ran = 0;
+  for (;;) {
+    ran = std::chrono::duration<double>(steady::now() - t0).count();
+    rss_peak = std::max(rss_peak, resident_bytes() - base);
+    outbox_peak = std::max(outbox_peak, dist::outbox_bytes(rt, peer).value_or(0));
+    capped = rss_peak > (std::int64_t{1} << 30);
+    if (ran >= seconds || capped) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const long n = sent.load();
+  stop.store(true);
+  // A suspended sender sees the flag once the connection drains or goes (the reader closes).
+  (void)me.receive(on<down>(), after(std::chrono::seconds(120)));
+  std::printf(
+      "{\"kind\":\"slow\",\"busy_limit\":%zu,\"size\":%d,\"seconds\":%.3f,\"sent\":%ld,"
+      "\"sent_mb_per_s\":%.3f,\"rss_peak_mib\":%.1f,\"outbox_peak_mib\":%.2f,"
+      "\"capped\":%s}\n",
+      busy_limit, size, ran, n, static_cast<double>(n) * size / ran / 1e6,
+      static_cast<double>(rss_peak) / (1 << 20), static_cast<double>(outbox_peak) / (1 << 20),
+      capped ? "true" : "false");
+  std::fflush(stdout);
+  return 0;
+}
+
 std::vector<int> parse_sizes(const std::string& s) {
   std::vector<int> out;
   std::stringstream in(s);
@@ -171,25 +242,38 @@ std::vector<int> parse_sizes(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || (std::string(argv[1]) == "run" && argc < 5)) {
+  if (argc < 4 || (std::string(argv[1]) == "run" && argc < 5) ||
+      (std::string(argv[1]) == "slow" && argc != 7)) {
     std::fprintf(stderr,
                  "usage: dist_bench serve <node> <cookie>\n"
                  "       dist_bench run <node> <cookie> <peer-node> [--messages N] "
-                 "[--sizes 0,100,1000] [--round-trips K]\n");
+                 "[--sizes 0,100,1000] [--round-trips K]\n"
+                 "       dist_bench slow <node> <cookie> <busy-limit> <seconds> <size>\n");
     return 2;
   }
   const std::string mode = argv[1];
-  if (mode != "serve" && mode != "run") {
+  if (mode != "serve" && mode != "run" && mode != "slow") {
     std::fprintf(stderr, "dist_bench: unknown mode '%s'\n", mode.c_str());
     return 2;
   }
+  dist::node_options o = options(argv[2], argv[3]);
+  if (mode == "slow") o.busy_limit = static_cast<std::size_t>(std::atoll(argv[4]));
   runtime rt;
-  auto n = dist::start(rt, options(argv[2], argv[3]));
+  auto n = dist::start(rt, o);
   if (!n) {
     std::fprintf(stderr, "dist_bench: %s\n", n.error().message().c_str());
     return 1;
   }
   if (mode == "serve") return serve(rt);
+  if (mode == "slow") {
+    const double seconds = std::atof(argv[5]);
+    const int size = std::atoi(argv[6]);
+    if (seconds <= 0 || size < 0) {
+      std::fprintf(stderr, "dist_bench: bad slow-reader settings\n");
+      return 2;
+    }
+    return slow(rt, o.busy_limit, seconds, size);
+  }
   long messages = 200000, round_trips = 20000;
   std::vector<int> sizes{0, 100, 1000};
   for (int i = 5; i + 1 < argc; i += 2) {

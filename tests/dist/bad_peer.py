@@ -2,6 +2,7 @@
 """A misbehaving distribution peer, for the bad-input tests.
 
 Usage: bad_peer.py <port> <cookie> <scenario>
+       bad_peer.py <port> <cookie> slow <bytes-per-second> <seconds>
 
 Connects to a node on 127.0.0.1:<port>, misbehaves as <scenario> says, then waits for the node
 to close the connection. Exit status 0 when it did (within 10 s), 1 when it did not, 2 when the
@@ -12,6 +13,10 @@ Handshake scenarios: silent (sends nothing), garbage (a malformed name packet), 
 bad_control (a control message that is not {Op, ...}), truncated (a term cut short),
 deep (nesting beyond the limit), huge (announces a 2 GiB packet and stops), mute (says nothing
 more, not even ticks: the node must drop it after its net_ticktime).
+
+slow (bench-dist's slow reader): after a good handshake, reads what the node sends at
+<bytes-per-second> (with a small receive buffer, so the kernel absorbs little), ticks every
+second, and closes after <seconds>; prints the bytes it read. Exit status 0.
 """
 import hashlib
 import os
@@ -78,9 +83,47 @@ def wait_closed(s):
         return False
 
 
+def read_slowly(s, rate, seconds):
+    """Reads at `rate` bytes per second for `seconds`, in 10 ms steps, ticking every second."""
+    step = 0.01
+    per_step = max(1, int(rate * step))
+    total = 0
+    start = time.monotonic()
+    next_tick = start
+    s.settimeout(step)
+    while time.monotonic() - start < seconds:
+        now = time.monotonic()
+        if now >= next_tick:
+            s.sendall(b"\0\0\0\0")
+            next_tick = now + 1.0
+        want = per_step
+        while want > 0:
+            try:
+                got = s.recv(want)
+            except socket.timeout:
+                break
+            if not got:
+                return total
+            total += len(got)
+            want -= len(got)
+        # The step's budget is spent (or nothing was there): wait for the next step.
+        time.sleep(max(0.0, start + step * (int((time.monotonic() - start) / step) + 1)
+                       - time.monotonic()))
+    return total
+
+
 def main():
     port, cookie, scenario = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if scenario == "slow":
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    s.connect(("127.0.0.1", port))
+    if scenario == "slow":
+        handshake(s, cookie)
+        total = read_slowly(s, int(sys.argv[4]), float(sys.argv[5]))
+        print("bad_peer slow: read %d bytes" % total, flush=True)
+        s.close()
+        sys.exit(0)
     if scenario == "silent":
         pass
     elif scenario == "garbage":
