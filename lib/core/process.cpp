@@ -159,6 +159,12 @@ pid start_proc(proc* p, std::coroutine_handle<task_promise<void>> body, const sp
 // -- messaging entry points -----------------------------------------------------------------------
 
 void send_node(runtime_core& rt, pid to, message_node* n) noexcept {
+  // A remote pid goes to the layer without a pin: a busy connection may make an outside thread
+  // wait there (backpressure), and a pin held meanwhile would hold up every reclamation.
+  if (to.is_remote()) [[unlikely]] {
+    deliver(rt, to, n);
+    return;
+  }
   pin guard(rt);
   deliver(rt, to, n);
 }

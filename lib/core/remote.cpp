@@ -103,14 +103,14 @@ void remote_down_in(runtime_core& rt, pid watcher, std::uint64_t ref, pid target
   }
 }
 
-pid running_process() noexcept {
+pid running_process(const runtime_core& rt) noexcept {
   const proc* p = running_proc();
-  return p != nullptr && !p->external ? p->id() : pid();
+  return p != nullptr && !p->external && p->rt() == &rt ? p->id() : pid();
 }
 
-pause_ticket remote_pause_running() noexcept {
+pause_ticket remote_pause_running(const runtime_core& rt) noexcept {
   proc* p = running_proc();
-  if (p == nullptr || p->external) return {};
+  if (p == nullptr || p->external || p->rt() != &rt) return {};
   message_node* n = nullptr;
   try {
     n = make_node<resume_signal>(resume_tag, resume_signal{});

@@ -81,15 +81,17 @@ void connection::take_outbox() {
   }
   if (ops.empty() && wbuf_.empty()) {
     wbuf_.swap(bytes);  // the common case: only packets, nothing to copy
-    return;
+  } else {
+    std::size_t at = 0;
+    for (auto& o : ops) {
+      wbuf_.append(bytes, at, o.at - at);
+      at = o.at;
+      apply(o.cmd);
+    }
+    wbuf_.append(bytes, at, std::string::npos);
   }
-  std::size_t at = 0;
-  for (auto& o : ops) {
-    wbuf_.append(bytes, at, o.at - at);
-    at = o.at;
-    apply(o.cmd);
-  }
-  wbuf_.append(bytes, at, std::string::npos);
+  // Only commands with nothing to write (a DOWN nobody waits for): no flush will count them.
+  if (wbuf_.empty()) set_unsent(0);
 }
 
 void connection::lose_command(out_command& c, const exit_reason& why) {
@@ -100,7 +102,7 @@ void connection::lose_command(out_command& c, const exit_reason& why) {
 }
 
 void connection::set_unsent(std::size_t n) {
-  std::vector<core::pause_ticket> lift;
+  outbox::pause_map lift;
   {
     std::lock_guard lock(box_->mu);
     box_->unsent = n;
@@ -114,6 +116,12 @@ task<std::string> connection::flush() {
   // Each slice the socket takes counts as written, so a busy outbox clears as soon as it can.
   constexpr std::size_t slice = 512u << 10;
   std::string failed;
+  if (!dist_header_ && !wbuf_.empty()) {
+    // A peer without fragments takes only the older pass-through form.
+    std::optional<std::string> older = to_pass_through(wbuf_, me_);
+    if (!older) co_return "an outgoing packet could not be rewritten in the pass-through form";
+    wbuf_ = std::move(*older);
+  }
   if (box_) set_unsent(wbuf_.size());
   for (std::size_t off = 0; off < wbuf_.size(); off += slice) {
     const std::string_view part = std::string_view(wbuf_).substr(off, slice);
@@ -209,17 +217,39 @@ bool connection::dispatch(std::string&& data) {
 }
 
 bool connection::packet(std::string_view p) {
+  const std::optional<data_header> h = parse_data_header(p);
+  if (!h) {
+    refuse("a packet with a malformed distribution header");
+    return false;
+  }
+  using form = data_header::form;
+  if (h->kind == form::pass_through || h->kind == form::whole)
+    return terms(p, h->body, h->kind == form::pass_through);
+  std::string whole;
+  std::string why;
+  const std::string_view piece = p.substr(h->body);
+  const auto s = h->kind == form::first_fragment
+                     ? fragments_.first(h->sequence, h->fragment, piece, whole, why)
+                     : fragments_.next(h->sequence, h->fragment, piece, whole, why);
+  if (s == fragment_assembler::status::bad) {
+    refuse(why);
+    return false;
+  }
+  return s == fragment_assembler::status::pending || terms(whole, 0, false);
+}
+
+bool connection::terms(std::string_view p, std::size_t at, bool versioned) {
   const decode_limits& limits = node_.opts.limits;
-  std::size_t at = 1;
   // The hot path: SEND {2, Unused, To} is taken apart without building the control tuple.
-  static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02'};
-  if (p.size() > 8 &&
-      p.substr(1, sizeof send_head) == std::string_view(send_head, sizeof send_head)) {
-    std::size_t fast = 1 + sizeof send_head;
+  static constexpr char send_head[] = {'\x68', '\x03', '\x61', '\x02'};
+  const std::size_t head = at + (versioned ? 1 : 0);
+  if (p.size() > head + sizeof send_head + 2 && (!versioned || p[at] == '\x83') &&
+      p.substr(head, sizeof send_head) == std::string_view(send_head, sizeof send_head)) {
+    std::size_t fast = head + sizeof send_head;
     auto unused = decode_counting(p, fast, &me_, false, limits, &foreign_budget_);
     auto to = unused ? decode_counting(p, fast, &me_, false, limits, &foreign_budget_) : unused;
     if (to && to->is_pid() && fast < p.size()) {
-      auto msg = decode_counting(p, fast, &me_, true, limits, &foreign_budget_);
+      auto msg = decode_counting(p, fast, &me_, versioned, limits, &foreign_budget_);
       if (!msg || fast != p.size()) {
         refuse("a malformed message: " + (msg ? std::string("bytes after it") : msg.error()));
         return false;
@@ -229,14 +259,14 @@ bool connection::packet(std::string_view p) {
       return true;
     }
   }
-  auto ct = decode_counting(p, at, &me_, true, limits, &foreign_budget_);
+  auto ct = decode_counting(p, at, &me_, versioned, limits, &foreign_budget_);
   if (!ct) {
     refuse("a malformed control message: " + ct.error());
     return false;
   }
   std::optional<term> msg;
   if (at < p.size()) {
-    auto mt = decode_counting(p, at, &me_, true, limits, &foreign_budget_);
+    auto mt = decode_counting(p, at, &me_, versioned, limits, &foreign_budget_);
     if (!mt || at != p.size()) {
       refuse("a malformed message: " + (mt ? std::string("bytes after it") : mt.error()));
       return false;
@@ -260,7 +290,31 @@ bool connection::control(const term& ct, term* msg) {
   return true;
 }
 
+connection::~connection() {
+  if (finished_) return;
+  // Killed (an untrappable exit) before finish(): at least leave the table and let go of the
+  // senders paused here, or they would wait for a connection that is gone.
+  try {
+    {
+      std::unique_lock lock(node_.mu);
+      auto it = node_.conns.find(peer_);
+      if (it != node_.conns.end() && it->second.process == self_.self()) node_.conns.erase(it);
+    }
+    if (!box_) return;
+    outbox::pause_map lift;
+    {
+      std::lock_guard lock(box_->mu);
+      box_->closed = true;
+      box_->queued = box_->unsent = 0;
+      lift = box_->settle_locked(0, true);
+    }
+    resume_all(node_.rt(), std::move(lift));
+  } catch (...) {
+  }
+}
+
 void connection::finish(const std::string& why) {
+  finished_ = true;
   const exit_reason lost = exit_reason::error("noconnection");
   bool mine = false;  // still in the table: we report our end (else whoever removed us did)
   {
@@ -276,7 +330,7 @@ void connection::finish(const std::string& why) {
   // (A deposit that finds the outbox closed goes to a new connection instead.)
   if (box_) {
     std::vector<outbox::op> ops;
-    std::vector<core::pause_ticket> lift;
+    outbox::pause_map lift;
     {
       std::lock_guard lock(box_->mu);
       box_->closed = true;

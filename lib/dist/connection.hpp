@@ -13,6 +13,7 @@
 #include <beamlet/net/tcp.hpp>
 
 #include "connection_tables.hpp"
+#include "fragments.hpp"
 #include "node_state.hpp"
 #include "node_table.hpp"
 #include "wire.hpp"
@@ -32,7 +33,16 @@ class connection {
         me_(node.self),
         peer_(std::move(peer)),
         box_(std::move(box)),
+        fragments_(node.opts.max_packet, max_fragmented),
         foreign_budget_(node.opts.max_foreign_nodes) {}
+
+  /// Fragmented messages a peer may have under way at once (OTP has one per sending process;
+  /// past this the peer is taken for a hostile one).
+  static constexpr std::size_t max_fragmented = 1024;
+
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
 
   task<bool> initiate();
   task<bool> accept(net::tcp_socket s);
@@ -56,6 +66,9 @@ class connection {
   void apply(out_command& c);
   bool dispatch(std::string&& data);
   bool packet(std::string_view p);
+  /// The control message (and message) of a whole packet, from `at`; `versioned`: each term
+  /// has its version byte (the pass-through form).
+  bool terms(std::string_view p, std::size_t at, bool versioned);
   bool control(const term& ct, term* msg);
   void queue_packet(const term& control, const term* msg = nullptr) {
     if (auto r = append_packet(wbuf_, control, msg, me_); !r)
@@ -79,12 +92,15 @@ class connection {
   std::uint32_t peer_creation_ = 0;
   std::uint32_t peer_slot_ = 0;
   std::uint32_t name_slot_ = 0;
-  bool registered_ = false;  // conns[peer_] names this process
-  bool connected_ = false;   // the handshake completed
-  std::string cookie_;       // this peer's (set_cookie/2), or the node's
+  bool registered_ = false;   // conns[peer_] names this process
+  bool connected_ = false;    // the handshake completed
+  bool dist_header_ = false;  // the peer speaks fragments: our packets keep their header
+  bool finished_ = false;     // finish() ran (else the destructor lets the senders go)
+  std::string cookie_;        // this peer's (set_cookie/2), or the node's
   std::string rbuf_;
   std::string wbuf_;
   connection_tables tables_;
+  fragment_assembler fragments_;
   /// New node incarnations this peer may still introduce (pids of nodes not yet known).
   std::size_t foreign_budget_;
 };

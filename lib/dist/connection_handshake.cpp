@@ -234,7 +234,9 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
   co_return established(flags, creation, std::move(rest));
 }
 
-bool connection::established(std::uint64_t /*flags*/, std::uint32_t creation, std::string rest) {
+bool connection::established(std::uint64_t flags, std::uint32_t creation, std::string rest) {
+  // Both sides speak fragments (we always do): every packet then has a distribution header.
+  dist_header_ = (flags & flag::ours & flag::fragments) != 0;
   peer_creation_ = creation;
   peer_slot_ = intern_pinned(peer_, creation);
   name_slot_ = intern_pinned(peer_, 0);

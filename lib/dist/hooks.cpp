@@ -56,8 +56,8 @@ core::send_status node_state::send(pid to, core::message_node* n) noexcept {
     thread_local std::string scratch;
     scratch.clear();
     scratch.append(4, '\0');
-    scratch.push_back('p');
-    static constexpr char send_head[] = {'\x83', '\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
+    scratch.append(whole_header, sizeof whole_header);
+    static constexpr char send_head[] = {'\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
     scratch.append(send_head, sizeof send_head);
     auto r = encode(term(to), scratch, &self, false);
     if (r) r = add_message(scratch, *t, self);

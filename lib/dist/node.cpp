@@ -90,19 +90,16 @@ outbox::~outbox() {
   for (auto& [who, t] : paused) beamlet::detail::destroy_node(t.resume);
 }
 
-std::vector<core::pause_ticket> outbox::settle_locked(std::size_t low, bool force) {
-  std::vector<core::pause_ticket> out;
-  if (!busy || (!force && pending() > low)) return out;
+outbox::pause_map outbox::settle_locked(std::size_t low, bool force) {
+  if (!busy || (!force && pending() > low)) return {};
+  pause_map out = std::exchange(paused, {});  // allocates nothing, so nothing is lost
   busy = false;
-  out.reserve(paused.size());
-  for (auto& [who, t] : paused) out.push_back(t);
-  paused.clear();
   drained.notify_all();
   return out;
 }
 
-void resume_all(core::runtime_core& rt, std::vector<core::pause_ticket> ts) {
-  for (const auto& t : ts) core::remote_resume(rt, t);
+void resume_all(core::runtime_core& rt, outbox::pause_map ts) {
+  for (const auto& [who, t] : ts) core::remote_resume(rt, t);
 }
 
 node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_view bytes,
@@ -123,13 +120,14 @@ node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_vie
   if (box.busy && message) {
     // OTP suspends a process that sends to a busy distribution port. The message is queued
     // all the same: nothing is dropped, the sender just goes no further until the drain.
-    if (const pid me = core::running_process()) {
-      if (!box.paused.contains(me)) {
-        const core::pause_ticket t = core::remote_pause_running();
-        if (t.who) {
-          box.paused.emplace(me, t);
+    if (const pid me = core::running_process(*rt_)) {
+      // The entry first (it may throw, and then no pause is taken), the pause into it.
+      if (auto [it, fresh] = box.paused.try_emplace(me); fresh) {
+        it->second = core::remote_pause_running(*rt_);
+        if (it->second.who)
           paused = me;
-        }
+        else
+          box.paused.erase(it);
       }
     } else if (core::current_scheduler(*rt_) < 0) {
       wait = true;  // an outside thread: it may block (a scheduler thread never does)

@@ -75,7 +75,8 @@ struct outbox {
   /// connection ends). While set, a process that sends here is paused until it clears.
   bool busy = false;
   /// The processes paused for this connection, one pause each, lifted when busy clears.
-  std::unordered_map<pid, beamlet::detail::pause_ticket> paused;
+  using pause_map = std::unordered_map<pid, beamlet::detail::pause_ticket>;
+  pause_map paused;
   /// Outside threads that sent while busy wait on this (bounded by net_ticktime).
   std::condition_variable drained;
 
@@ -83,10 +84,10 @@ struct outbox {
   std::size_t pending() const { return queued + unsent; }
   /// Clears busy when pending() is at `low` or below (or `force`), and returns the pauses to
   /// lift, which the caller hands to remote_resume after letting go of mu.
-  std::vector<beamlet::detail::pause_ticket> settle_locked(std::size_t low, bool force);
+  pause_map settle_locked(std::size_t low, bool force);
 };
 /// Lifts the pauses settle_locked returned.
-void resume_all(beamlet::detail::runtime_core& rt, std::vector<beamlet::detail::pause_ticket> ts);
+void resume_all(beamlet::detail::runtime_core& rt, outbox::pause_map ts);
 /// Tells a connection its outbox has something.
 struct outbox_ready {};
 

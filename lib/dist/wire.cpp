@@ -88,7 +88,7 @@ cut_result cut_packet(std::string_view buf, std::size_t& pos, std::size_t max_pa
   if (length > max_packet) return cut_result::too_large;
   if (buf.size() - pos - 4 < length) return cut_result::need_more;
   const std::string_view p = buf.substr(pos + 4, length);
-  if (length != 0 && p[0] != 'p') return cut_result::not_data;
+  if (length != 0 && p[0] != 'p' && p[0] != '\x83') return cut_result::not_data;
   pos += 4 + length;
   if (length == 0) return cut_result::tick;
   packet = p;
@@ -102,9 +102,74 @@ std::string digest(std::string_view cookie, std::uint32_t challenge) {
   return std::string(reinterpret_cast<const char*>(d.data()), d.size());
 }
 
+std::optional<data_header> parse_data_header(std::string_view p) {
+  data_header h;
+  if (p.empty()) return std::nullopt;
+  if (p[0] == 'p') {
+    h.body = 1;
+    return h;
+  }
+  if (p.size() < 2 || p[0] != '\x83') return std::nullopt;
+  switch (p[1]) {
+    case 'D':
+      // The atom-cache references, which must be none: the cache is never negotiated.
+      if (p.size() < 3 || p[2] != '\0') return std::nullopt;
+      h.kind = data_header::form::whole;
+      h.body = 3;
+      return h;
+    case 'E':
+    case 'F': {
+      const bool first = p[1] == 'E';
+      const std::size_t fixed = 2 + 8 + 8 + (first ? 1 : 0);
+      if (p.size() < fixed || (first && p[fixed - 1] != '\0')) return std::nullopt;
+      h.kind = first ? data_header::form::first_fragment : data_header::form::next_fragment;
+      h.sequence = get64(p.data() + 2);
+      h.fragment = get64(p.data() + 10);
+      if (h.fragment == 0) return std::nullopt;
+      h.body = fixed;
+      return h;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::string> to_pass_through(std::string_view stream, const node_incarnation& self) {
+  std::string out;
+  out.reserve(stream.size() + stream.size() / 64);
+  std::size_t pos = 0;
+  while (pos < stream.size()) {
+    if (stream.size() - pos < 4) return std::nullopt;
+    const std::uint32_t len = get32(stream.data() + pos);
+    if (stream.size() - pos - 4 < len) return std::nullopt;
+    const std::string_view p = stream.substr(pos + 4, len);
+    pos += 4 + len;
+    if (len == 0 || p[0] == 'p') {  // a tick, or already in this form
+      out.append(stream.data() + pos - 4 - len, 4 + len);
+      continue;
+    }
+    const auto h = parse_data_header(p);
+    if (!h || h->kind != data_header::form::whole) return std::nullopt;
+    // Where the control term ends: read back (this form is for old peers only, off the hot path).
+    std::size_t at = h->body;
+    if (!decode(p, at, &self, false)) return std::nullopt;
+    const std::size_t start = out.size();
+    out.append(4, '\0');
+    out.push_back('p');
+    out.push_back('\x83');
+    out.append(p.substr(h->body, at - h->body));
+    if (at < p.size()) {
+      out.push_back('\x83');
+      out.append(p.substr(at));
+    }
+    end_packet(out, start);
+  }
+  return out;
+}
+
 expected<void, std::string> add_message(std::string& out, const term& message,
                                         const node_incarnation& self) {
-  return encode(message, out, &self, true);
+  return encode(message, out, &self, false);
 }
 
 void end_packet(std::string& out, std::size_t start) {
@@ -119,9 +184,9 @@ expected<void, std::string> append_packet(std::string& out, const term& control,
                                           const term* message, const node_incarnation& self) {
   const std::size_t start = out.size();
   out.append(4, '\0');
-  out.push_back('p');
-  auto r = encode(control, out, &self, true);
-  if (r && message != nullptr) r = encode(*message, out, &self, true);
+  out.append(whole_header, sizeof whole_header);
+  auto r = encode(control, out, &self, false);
+  if (r && message != nullptr) r = encode(*message, out, &self, false);
   if (!r) {
     out.resize(start);
     return r;

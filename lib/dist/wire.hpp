@@ -1,6 +1,9 @@
 // The distribution protocol's bytes: capability flags, the handshake's packets, and the data
-// packets of the connected phase (4-byte length, 'p', the control tuple and the message, each an
-// external term). Building only; reading happens in the connection.
+// packets of the connected phase: a 4-byte length, then a distribution header (131, 'D', and 0
+// atom-cache references) and the control tuple and the message as external terms without their
+// version byte; or, toward a peer that does not speak fragments, the older pass-through form
+// ('p', then each term with its version byte). Large messages from a peer may come in fragments
+// (131, 'E' or 'F', a sequence id and a fragment number; see fragments.hpp).
 #pragma once
 
 #include <beamlet/core/config.hpp>
@@ -31,6 +34,7 @@ inline constexpr std::uint64_t small_atom_tags = 0x4000;
 inline constexpr std::uint64_t utf8_atoms = 0x10000;
 inline constexpr std::uint64_t map_tag = 0x20000;
 inline constexpr std::uint64_t big_creation = 0x40000;
+inline constexpr std::uint64_t fragments = 0x800000;
 inline constexpr std::uint64_t handshake_23 = 0x1000000;
 inline constexpr std::uint64_t unlink_id = 0x2000000;
 inline constexpr std::uint64_t mandatory_25_digest = 0x4000000;
@@ -43,11 +47,12 @@ inline constexpr std::uint64_t required =
 /// What this node advertises: the required set, the monitor flags without which an Erlang
 /// node reduces monitors of our processes to nothing, the newer link and reference forms, and
 /// spawn requests (which is how rpc:call and erpc:call reach a node; beamlet serves the
-/// functions registered with register_rpc and refuses the rest). Not PUBLISHED (a hidden
-/// node), no atom cache, no fragments, no aliases.
+/// functions registered with register_rpc and refuses the rest), and fragments (the peer may
+/// send a large message in pieces; every packet then carries a distribution header). Not
+/// PUBLISHED (a hidden node), no atom cache, no aliases.
 inline constexpr std::uint64_t ours = required | dist_monitor | dist_monitor_name |
                                       small_atom_tags | v4_nc | unlink_id | mandatory_25_digest |
-                                      spawn;
+                                      spawn | fragments;
 }  // namespace flag
 
 // Control message operations (the first element of the control tuple).
@@ -115,18 +120,44 @@ std::optional<std::string> parse_challenge_ack(std::string_view p);
 enum class cut_result {
   need_more,  ///< no whole packet at `pos`
   tick,       ///< an empty packet
-  data,       ///< a pass-through data packet, in `packet` (its 'p' first)
+  data,       ///< a data packet, in `packet` (its 'p' or its 131 first)
   too_large,  ///< a length over max_packet (the stream cannot go on)
-  not_data,   ///< a packet that is not a pass-through data packet (likewise)
+  not_data,   ///< a packet that is neither (likewise)
 };
 /// Takes the packet at `pos` (moving past it unless need_more or an error).
 cut_result cut_packet(std::string_view buf, std::size_t& pos, std::size_t max_packet,
                       std::string_view& packet, std::uint32_t& length);
 
+/// What a data packet's header says.
+struct data_header {
+  enum class form : std::uint8_t {
+    pass_through,    ///< 'p': the terms follow, each with its version byte
+    whole,           ///< 131 'D': the terms follow, without version bytes
+    first_fragment,  ///< 131 'E': the first of `fragment` pieces of sequence `sequence`
+    next_fragment,   ///< 131 'F': piece number `fragment` (counting down to 1)
+  };
+  form kind = form::pass_through;
+  std::uint64_t sequence = 0;
+  std::uint64_t fragment = 0;
+  std::size_t body = 0;  ///< where the terms (or the piece) start in the packet
+};
+/// The header of a data packet, or nothing when it is malformed: too short, an atom-cache
+/// reference (never negotiated), a fragment number 0.
+std::optional<data_header> parse_data_header(std::string_view packet);
+
+/// The packets in `stream` (whole packets and ticks, as append_packet and the send path write
+/// them) in the pass-through form, for a peer that did not negotiate fragments. Empty when a
+/// packet cannot be read back (which would be a bug of the writer).
+std::optional<std::string> to_pass_through(std::string_view stream, const node_incarnation& self);
+
 /// MD5(cookie ++ decimal(challenge)), the proof of knowing the cookie.
 std::string digest(std::string_view cookie, std::uint32_t challenge);
 
-/// Appends the message (versioned ETF); why it cannot be encoded, if it cannot.
+/// The distribution header of a whole message: 131, 'D', no atom-cache references.
+inline constexpr char whole_header[] = {'\x83', 'D', '\0'};
+
+/// Appends the message (ETF without its version byte, after a distribution header); why it
+/// cannot be encoded, if it cannot.
 expected<void, std::string> add_message(std::string& out, const term& message,
                                         const node_incarnation& self);
 /// Writes the length of the packet that starts at `start`.

@@ -12,7 +12,12 @@ Handshake scenarios: silent (sends nothing), garbage (a malformed name packet), 
 (a challenge reply with a bad digest). After a good handshake: not_p (a packet without 'p'),
 bad_control (a control message that is not {Op, ...}), truncated (a term cut short),
 deep (nesting beyond the limit), huge (announces a 2 GiB packet and stops), mute (says nothing
-more, not even ticks: the node must drop it after its net_ticktime).
+more, not even ticks: the node must drop it after its net_ticktime). Fragments (the peer then
+advertises DFLAG_FRAGMENTS): frag_unknown (a fragment of a sequence never started), frag_order
+(fragment 1 where 2 was due), frag_twice (a sequence started twice), frag_many (more sequences
+under way than the node allows), frag_huge (pieces adding up to more than the node's
+max_packet, which the test sets to 1 MiB), frag_cache (a distribution header with atom-cache
+references, never negotiated).
 
 slow (bench-dist's slow reader): after a good handshake, reads what the node sends at
 <bytes-per-second> (with a small receive buffer, so the kernel absorbs little), ticks every
@@ -28,6 +33,7 @@ import time
 REQUIRED = (0x4 | 0x10 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x20000 | 0x40000
             | 0x1000000)
 FLAGS = REQUIRED | 0x8 | 0x20 | (4 << 32) | 0x2000000
+FRAGMENTS = 0x800000
 
 
 def recv_exact(s, n):
@@ -53,9 +59,9 @@ def digest(cookie, challenge):
     return hashlib.md5((cookie + str(challenge)).encode()).digest()
 
 
-def handshake(s, cookie, good_digest=True):
+def handshake(s, cookie, good_digest=True, flags=FLAGS):
     name = ("bad_%d@127.0.0.1" % os.getpid()).encode()
-    send2(s, b"N" + struct.pack(">QIH", FLAGS, 1, len(name)) + name)
+    send2(s, b"N" + struct.pack(">QIH", flags, 1, len(name)) + name)
     status = packet2(s)
     if not status.startswith(b"sok"):
         sys.exit(2)
@@ -69,6 +75,34 @@ def handshake(s, cookie, good_digest=True):
     ack = packet2(s)
     if ack[:1] != b"a" or ack[1:] != digest(cookie, mine):
         sys.exit(2)
+
+
+def first_fragment(seq, count, piece):
+    return b"\x83E" + struct.pack(">QQ", seq, count) + b"\0" + piece
+
+
+def next_fragment(seq, number, piece):
+    return b"\x83F" + struct.pack(">QQ", seq, number) + piece
+
+
+def fragment_packets(scenario):
+    """The packets of a fragment scenario: each ends with what the node must refuse."""
+    atom = b"\x77\x01x"  # the atom x, without a version byte, cut into pieces below
+    if scenario == "frag_unknown":
+        return [next_fragment(7, 1, atom)]
+    if scenario == "frag_order":
+        return [first_fragment(7, 3, atom[:1]), next_fragment(7, 1, atom[1:])]
+    if scenario == "frag_twice":
+        return [first_fragment(7, 2, atom[:1]), first_fragment(7, 2, atom[:1])]
+    if scenario == "frag_many":
+        return [first_fragment(seq, 2, atom[:1]) for seq in range(1, 1100)]
+    if scenario == "frag_huge":  # 1.25 MiB in pieces, to a node whose max_packet is 1 MiB
+        piece = b"\0" * 65536
+        return [first_fragment(7, 40, piece)] + [next_fragment(7, n, piece)
+                                                 for n in range(39, 19, -1)]
+    if scenario == "frag_cache":
+        return [b"\x83D\x01\x08\x00\x01x" + atom]
+    sys.exit(2)
 
 
 def wait_closed(s):
@@ -131,8 +165,12 @@ def main():
     elif scenario == "wrong_cookie":
         handshake(s, cookie, good_digest=False)
     else:
-        handshake(s, cookie)
-        if scenario == "not_p":
+        handshake(s, cookie, flags=FLAGS | (FRAGMENTS if scenario.startswith("frag") else 0))
+        if scenario.startswith("frag"):
+            body = None
+            for packet in fragment_packets(scenario):
+                s.sendall(struct.pack(">I", len(packet)) + packet)
+        elif scenario == "not_p":
             body = b"x\x83\x6a"
         elif scenario == "bad_control":
             body = b"p\x83\x6a"  # [] is a term, but not a control tuple

@@ -3,8 +3,9 @@
 // read as a name packet, a challenge, a challenge reply and an acknowledgement (a packet that
 // reads as one must be what the writer of that packet would have written). Connected phase: the
 // bytes are cut into 4-byte-length packets as the connection cuts them (a limit from the second
-// byte), and each data packet is decoded as the connection decodes it: the control message,
-// then the message, both ETF, nothing after them.
+// byte), and each data packet is decoded as the connection decodes it: its header (the
+// pass-through 'p', or a distribution header, whole or a fragment that goes through the
+// reassembly), then the control message and the message, both ETF, nothing after them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/term.hpp>
 
+#include "fragments.hpp"
 #include "wire.hpp"
 
 using namespace beamlet;
@@ -47,6 +49,7 @@ void connected(std::string_view in, std::size_t max_packet) {
   dist::decode_limits limits;
   limits.max_terms = std::size_t{1} << 20;
   std::size_t pos = 0;
+  fragment_assembler fragments(max_packet, 16);
   for (;;) {
     std::string_view p;
     std::uint32_t len = 0;
@@ -58,12 +61,33 @@ void connected(std::string_view in, std::size_t max_packet) {
     }
     if (pos <= before) std::abort();  // every packet taken moves on
     if (r == cut_result::tick) continue;
-    if (p.empty() || p[0] != 'p' || p.size() != len) std::abort();
-    std::size_t at = 1;
-    auto control = dist::decode(p, at, nullptr, true, limits);
+    if (p.empty() || (p[0] != 'p' && p[0] != '\x83') || p.size() != len) std::abort();
+    const auto h = parse_data_header(p);
+    if (!h) continue;
+    if (h->body > p.size()) std::abort();
+    using form = data_header::form;
+    std::string whole;
+    std::string_view body = p.substr(h->body);
+    if (h->kind == form::first_fragment || h->kind == form::next_fragment) {
+      std::string why;
+      const std::size_t held = fragments.held_bytes();
+      const auto s = h->kind == form::first_fragment
+                         ? fragments.first(h->sequence, h->fragment, body, whole, why)
+                         : fragments.next(h->sequence, h->fragment, body, whole, why);
+      if (fragments.held_bytes() > max_packet) std::abort();  // the bound holds
+      if (s == fragment_assembler::status::bad) {
+        if (why.empty() || fragments.held_bytes() > held) std::abort();  // said why; took nothing
+        return;  // the connection would close
+      }
+      if (s == fragment_assembler::status::pending) continue;
+      body = whole;
+    }
+    const bool versioned = h->kind == form::pass_through;
+    std::size_t at = 0;
+    auto control = dist::decode(body, at, nullptr, versioned, limits);
     if (!control) continue;
-    if (at < p.size()) {
-      auto msg = dist::decode(p, at, nullptr, true, limits);
+    if (at < body.size()) {
+      auto msg = dist::decode(body, at, nullptr, versioned, limits);
       if (msg) (void)msg->to_string();
     }
     (void)control->to_string();

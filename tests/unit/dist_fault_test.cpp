@@ -51,11 +51,13 @@ TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
   runtime rt;
   dist::node_options o = loopback_options("faults");
   o.handshake_timeout = std::chrono::milliseconds(500);
+  o.max_packet = 1 << 20;  // also the bound on a message's fragments (frag_huge)
   auto n = dist::start(rt, o);
   ASSERT_TRUE(n) << n.error().message();
   const std::size_t baseline = net::open_sockets(rt);
   for (const char* scenario :
-       {"silent", "garbage", "wrong_cookie", "not_p", "bad_control", "truncated", "deep", "huge"}) {
+       {"silent", "garbage", "wrong_cookie", "not_p", "bad_control", "truncated", "deep", "huge",
+        "frag_unknown", "frag_order", "frag_twice", "frag_many", "frag_huge", "frag_cache"}) {
     EXPECT_EQ(bad_peer(n->port, scenario), 0) << scenario << ": the connection stayed open";
     EXPECT_TRUE(eventually([&] { return net::open_sockets(rt) == baseline; }))
         << scenario << ": " << net::open_sockets(rt) << " sockets open, " << baseline << " before";

@@ -48,8 +48,8 @@ TEST(ProcessPause, APausedBodyWaitsForEveryResumeWhateverArrives) {
   std::atomic<int> step{0};
   const pid p = rt.spawn([&](process& self) -> task<> {
     // Two pauses in one run (two busy connections): both must be lifted.
-    ts.add(detail::remote_pause_running());
-    ts.add(detail::remote_pause_running());
+    ts.add(detail::remote_pause_running(rt.core()));
+    ts.add(detail::remote_pause_running(rt.core()));
     step.store(1);
     co_await self.yield();  // where the pause takes effect
     step.store(2);
@@ -76,14 +76,19 @@ TEST(ProcessPause, APauseTakenBeforeAReceiveHoldsTheBodyWhenTheReceiveCompletes)
   tickets ts;
   std::atomic<int> step{0};
   const pid p = rt.spawn([&](process& self) -> task<> {
-    ts.add(detail::remote_pause_running());
+    ts.add(detail::remote_pause_running(rt.core()));
     co_await self.receive(on<int>());  // parks: nothing has come yet
     step.store(1);
   });
   ASSERT_TRUE(eventually([&] { return ts.size() == 1; }));
   rt.send(p, 7);
-  ASSERT_TRUE(eventually([&] { return suspended(rt, p); }));
-  EXPECT_EQ(step.load(), 0);
+  // It has taken the message in (its receive is complete), and still does not go on.
+  ASSERT_TRUE(eventually([&] {
+    const auto d = process_info(rt, p);
+    return d && d->messages_received == 1 && d->message_queue_len == 0;
+  }));
+  EXPECT_FALSE(eventually([&] { return step.load() != 0; }, 200ms));
+  EXPECT_TRUE(suspended(rt, p));
   detail::remote_resume(rt.core(), ts.take());
   EXPECT_TRUE(eventually([&] { return step.load() == 1; }));
 }
@@ -93,7 +98,7 @@ TEST(ProcessPause, APausedProcessCanBeKilledAndALateResumeIsHarmless) {
   tickets ts;
   scoped_process me(rt);
   const pid p = rt.spawn([&](process& self) -> task<> {
-    ts.add(detail::remote_pause_running());
+    ts.add(detail::remote_pause_running(rt.core()));
     for (;;) co_await self.yield();
   });
   const ref m = me.monitor(p);
@@ -106,14 +111,26 @@ TEST(ProcessPause, APausedProcessCanBeKilledAndALateResumeIsHarmless) {
   detail::remote_resume(rt.core(), ts.take());  // to a dead process: dropped, and freed
 }
 
-TEST(ProcessPause, OnlyAProcessCanBePaused) {
-  const pause_ticket t = detail::remote_pause_running();  // an outside thread
+TEST(ProcessPause, OnlyAProcessOfThatRuntimeCanBePaused) {
+  runtime rt;
+  const pause_ticket t = detail::remote_pause_running(rt.core());  // an outside thread
   EXPECT_FALSE(t.who);
   EXPECT_EQ(t.resume, nullptr);
-  runtime rt;
   scoped_process me(rt);
-  EXPECT_FALSE(detail::remote_pause_running().who);
-  EXPECT_FALSE(detail::running_process());
+  EXPECT_FALSE(detail::remote_pause_running(rt.core()).who);
+  EXPECT_FALSE(detail::running_process(rt.core()));
+  // A process of another runtime is not this runtime's to pause (its resume would never come).
+  runtime other;
+  std::atomic<int> checked{0};
+  rt.spawn([&](process&) -> task<> {
+    const bool theirs =
+        !detail::running_process(other.core()) && !detail::remote_pause_running(other.core()).who;
+    const bool ours = static_cast<bool>(detail::running_process(rt.core()));
+    checked.store(theirs && ours ? 1 : 2);
+    co_return;
+  });
+  ASSERT_TRUE(eventually([&] { return checked.load() != 0; }));
+  EXPECT_EQ(checked.load(), 1);
 }
 
 }  // namespace process_pause_cases

@@ -85,8 +85,10 @@ struct node_options {
   /// yet known, mentioned in what the peer sends); past it the connection is closed as a
   /// misbehaving peer. See intern_node for how slots are shared and reclaimed.
   std::size_t max_foreign_nodes = 4096;
-  /// Backpressure (OTP's dist_buf_busy_limit): when the bytes waiting to be written to a peer
-  /// pass this, the connection is busy until they are back at half of it. A process that sends
+  /// Backpressure (OTP's dist_buf_busy_limit): when the bytes waiting for a peer in its
+  /// connection (queued by senders, or taken and not yet handed to the socket, whose own queue
+  /// holds up to 8 MiB more) pass this, the connection is busy until they are back at half of
+  /// it. A process that sends
   /// a message to a busy connection is suspended (after its message is queued: nothing is
   /// dropped) until the connection is no longer busy or ends, and the system monitor reports
   /// busy_dist_port; an outside thread waits, at most net_ticktime. 0: no limit.

@@ -92,15 +92,15 @@ struct pause_ticket {
   pid who;                         ///< null: no pause was taken
   message_node* resume = nullptr;  ///< owned until remote_resume
 };
-/// The process running on the calling thread: the null pid on an outside thread or a
-/// scoped_process's.
-pid running_process() noexcept;
-/// Pauses the process running on the calling thread: it finishes its current run, but its body
-/// is not resumed until every pause taken has been lifted; its signals are still acted on, so
+/// The process of `rt` running on the calling thread: the null pid on an outside thread, a
+/// scoped_process's, or a thread running a process of another runtime.
+pid running_process(const runtime_core& rt) noexcept;
+/// Pauses the process of `rt` running on the calling thread: it finishes its current run, but its
+/// body is not resumed until every pause taken has been lifted; its signals are still acted on, so
 /// it can be killed meanwhile. Returns an empty ticket when the caller is not a process running
 /// on a scheduler (an outside thread, or a scoped_process: the layer decides what they do), or
 /// when memory for the resume signal cannot be had (no pause then).
-pause_ticket remote_pause_running() noexcept;
+pause_ticket remote_pause_running(const runtime_core& rt) noexcept;
 /// Lifts the pause `t` took (nothing for an empty ticket; a process that has ended meanwhile
 /// drops it).
 void remote_resume(runtime_core& rt, pause_ticket t) noexcept;
