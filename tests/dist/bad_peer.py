@@ -128,7 +128,10 @@ def read_slowly(s, rate, seconds):
     while time.monotonic() - start < seconds:
         now = time.monotonic()
         if now >= next_tick:
-            s.sendall(b"\0\0\0\0")
+            try:
+                s.sendall(b"\0\0\0\0")
+            except (BrokenPipeError, ConnectionResetError):
+                return total
             next_tick = now + 1.0
         want = per_step
         while want > 0:
@@ -136,6 +139,8 @@ def read_slowly(s, rate, seconds):
                 got = s.recv(want)
             except socket.timeout:
                 break
+            except ConnectionResetError:  # the node went away first (its measurement is done)
+                return total
             if not got:
                 return total
             total += len(got)
