@@ -119,7 +119,7 @@ task<std::string> connection::flush() {
   if (!dist_header_ && !wbuf_.empty()) {
     // A peer without fragments takes only the older pass-through form.
     std::optional<std::string> older = to_pass_through(wbuf_, me_);
-    if (!older) co_return "an outgoing packet could not be rewritten in the pass-through form";
+    if (!older) co_return "an outgoing packet could not be rewritten for a peer without fragments";
     wbuf_ = std::move(*older);
   }
   if (box_) set_unsent(wbuf_.size());

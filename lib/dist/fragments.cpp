@@ -18,13 +18,13 @@ fragment_assembler::status fragment_assembler::add(partial& p, std::uint64_t num
 fragment_assembler::status fragment_assembler::first(std::uint64_t sequence, std::uint64_t count,
                                                      std::string_view piece, std::string& out,
                                                      std::string& why) {
-  if (count == 1) {  // a message in one fragment
-    out.assign(piece);
-    return status::complete;
-  }
   if (partial_.contains(sequence)) {
     why = "a fragment sequence started twice";
     return status::bad;
+  }
+  if (count == 1) {  // a message in one fragment
+    out.assign(piece);
+    return status::complete;
   }
   if (partial_.size() >= max_sequences_) {
     why = "more than " + std::to_string(max_sequences_) + " fragmented messages at once";

@@ -13,11 +13,13 @@ Handshake scenarios: silent (sends nothing), garbage (a malformed name packet), 
 bad_control (a control message that is not {Op, ...}), truncated (a term cut short),
 deep (nesting beyond the limit), huge (announces a 2 GiB packet and stops), mute (says nothing
 more, not even ticks: the node must drop it after its net_ticktime). Fragments (the peer then
-advertises DFLAG_FRAGMENTS): frag_unknown (a fragment of a sequence never started), frag_order
+advertises DFLAG_FRAGMENTS): frag_ok (a good message in two fragments to frag_sink, then a
+packet the node refuses), frag_unknown (a fragment of a sequence never started), frag_order
 (fragment 1 where 2 was due), frag_twice (a sequence started twice), frag_many (more sequences
 under way than the node allows), frag_huge (pieces adding up to more than the node's
 max_packet, which the test sets to 1 MiB), frag_cache (a distribution header with atom-cache
-references, never negotiated).
+references, never negotiated). expect_p (without fragments): waits for the node to send it
+{frag_probe, Node} ! hello and checks that it came in the pass-through form; exit status 0 if so.
 
 slow (bench-dist's slow reader): after a good handshake, reads what the node sends at
 <bytes-per-second> (with a small receive buffer, so the kernel absorbs little), ticks every
@@ -85,9 +87,46 @@ def next_fragment(seq, number, piece):
     return b"\x83F" + struct.pack(">QQ", seq, number) + piece
 
 
+def own_pid():
+    """A pid of this peer's node (NEW_PID_EXT, no version byte), creation 1 as in handshake()."""
+    name = ("bad_%d@127.0.0.1" % os.getpid()).encode()
+    return b"\x58\x77" + bytes([len(name)]) + name + struct.pack(">III", 1, 0, 1)
+
+
+def frag_ok_packets():
+    """{frag_sink, Node} ! <<0, 1, 2, ... (100,000 bytes)>> in two fragments, then a packet the
+    node refuses, so that it closes (the test checks the message arrived first)."""
+    control = b"\x68\x04\x61\x06" + own_pid() + b"\x77\x00" + b"\x77\x09frag_sink"
+    payload = bytes(i & 255 for i in range(100000))
+    message = b"\x6d" + struct.pack(">I", len(payload)) + payload
+    data = control + message
+    cut = len(data) // 2
+    return [first_fragment(9, 2, data[:cut]), next_fragment(9, 1, data[cut:]), b"x\x83\x6a"]
+
+
+def expect_pass_through(s):
+    """Without fragments, the node must write the pass-through form: waits for its first data
+    packet, {'frag_probe', Node} ! hello, and checks 'p', the control term's version byte and
+    the REG_SEND tuple, and the message with its own version byte. 0 when it is so."""
+    s.settimeout(10)
+    try:
+        while True:
+            (n,) = struct.unpack(">I", recv_exact(s, 4))
+            if n == 0:
+                continue
+            p = recv_exact(s, n)
+            ok = p.startswith(b"p\x83\x68\x04\x61\x06") and p.endswith(b"\x83\x77\x05hello")
+            print("bad_peer expect_p: %s" % ("pass-through" if ok else repr(p[:16])), flush=True)
+            return 0 if ok else 1
+    except (socket.timeout, EOFError, OSError):
+        return 1
+
+
 def fragment_packets(scenario):
     """The packets of a fragment scenario: each ends with what the node must refuse."""
     atom = b"\x77\x01x"  # the atom x, without a version byte, cut into pieces below
+    if scenario == "frag_ok":
+        return frag_ok_packets()
     if scenario == "frag_unknown":
         return [next_fragment(7, 1, atom)]
     if scenario == "frag_order":
@@ -96,7 +135,7 @@ def fragment_packets(scenario):
         return [first_fragment(7, 2, atom[:1]), first_fragment(7, 2, atom[:1])]
     if scenario == "frag_many":
         return [first_fragment(seq, 2, atom[:1]) for seq in range(1, 1100)]
-    if scenario == "frag_huge":  # 1.25 MiB in pieces, to a node whose max_packet is 1 MiB
+    if scenario == "frag_huge":  # 1.31 MiB in pieces, to a node whose max_packet is 1 MiB
         piece = b"\0" * 65536
         return [first_fragment(7, 40, piece)] + [next_fragment(7, n, piece)
                                                  for n in range(39, 19, -1)]
@@ -173,8 +212,13 @@ def main():
         handshake(s, cookie, flags=FLAGS | (FRAGMENTS if scenario.startswith("frag") else 0))
         if scenario.startswith("frag"):
             body = None
-            for packet in fragment_packets(scenario):
-                s.sendall(struct.pack(">I", len(packet)) + packet)
+            try:
+                for packet in fragment_packets(scenario):
+                    s.sendall(struct.pack(">I", len(packet)) + packet)
+            except OSError:
+                pass  # the node closed before the last packet: what it must do (wait_closed sees it)
+        elif scenario == "expect_p":
+            sys.exit(expect_pass_through(s))
         elif scenario == "not_p":
             body = b"x\x83\x6a"
         elif scenario == "bad_control":

@@ -83,6 +83,9 @@ bool stalls(runtime& rt, pid sender, const std::atomic<int>& count) {
 
 TEST(DistBackpressure, SendersToAFrozenPeerAreSuspendedAndNothingIsLost) {
   REQUIRE_ERL();
+  // What the processes share with the test outlives the runtime, which ends them.
+  std::atomic<int> sent{0};
+  std::atomic<bool> outside_done{false};
   runtime rt;
   auto n = dist::start(rt, backpressure_options("bp"));
   ASSERT_TRUE(n) << n.error().message();
@@ -101,7 +104,6 @@ TEST(DistBackpressure, SendersToAFrozenPeerAreSuspendedAndNothingIsLost) {
   erl.freeze();
   // 128 MiB in all: far more than the socket buffers and the socket's own queue hold.
   constexpr int total = 2048;
-  std::atomic<int> sent{0};
   const pid sender = rt.spawn([&sent, sink](process& self) -> task<> {
     const std::string payload(chunk, 'x');
     for (int i = 0; i < total; ++i) {
@@ -153,7 +155,6 @@ TEST(DistBackpressure, SendersToAFrozenPeerAreSuspendedAndNothingIsLost) {
   EXPECT_EQ(d.get<down>().reason.which(), exit_reason::kind::killed);
 
   // An outside thread waits too (at most net_ticktime), its message queued.
-  std::atomic<bool> outside_done{false};
   std::thread outside([&] {
     rt.send(sink, term::make_tuple({term::make_atom("outside")}));
     outside_done.store(true);
@@ -175,6 +176,7 @@ TEST(DistBackpressure, SendersToAFrozenPeerAreSuspendedAndNothingIsLost) {
 
 TEST(DistBackpressure, AFrozenPeerIsStillDroppedAfterTheTickTimeAndItsSendersGoOn) {
   REQUIRE_ERL();
+  std::atomic<bool> give_up{false};  // outlives the runtime, which ends the sender
   runtime rt;
   dist::node_options o = backpressure_options("bp_tick");
   o.net_ticktime = std::chrono::milliseconds(2000);
@@ -189,7 +191,6 @@ TEST(DistBackpressure, AFrozenPeerIsStillDroppedAfterTheTickTimeAndItsSendersGoO
   dist::monitor_node(me, erl.name());
 
   erl.freeze();
-  std::atomic<bool> give_up{false};
   const pid sender = rt.spawn([&give_up, sink](process& self) -> task<> {
     const std::string payload(chunk, 'x');
     for (int i = 0; !give_up.load(std::memory_order_relaxed); ++i) {

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "erl_node.hpp"
 #include "test_support.hpp"
@@ -101,6 +102,34 @@ TEST(DistFaults, ASilentPeerIsDroppedAfterTheTickTime) {
   EXPECT_EQ(dist::nodes(rt), std::vector<std::string>{peer.name()});
   logger::of(rt).flush();
   EXPECT_EQ(tick_timeouts.load(), 1);
+}
+
+// The good side of fragments, without an Erlang node: a raw peer that speaks them sends a
+// message in two pieces, and it arrives whole; one that does not speak them gets what the node
+// sends it in the older pass-through form.
+TEST(DistFaults, AMessageInFragmentsArrivesWholeAndAPeerWithoutThemGetsThePassThroughForm) {
+  runtime rt;
+  auto n = dist::start(rt, loopback_options("frag_raw"));
+  ASSERT_TRUE(n) << n.error().message();
+  scoped_process sink(rt);
+  ASSERT_FALSE(sink.register_name("frag_sink"));  // no error
+  EXPECT_EQ(bad_peer(n->port, "frag_ok"), 0);     // then it sends a bad packet, and is dropped
+  auto m = sink.receive(on<dist::term>(), after(5s));
+  ASSERT_TRUE(m) << "the fragmented message never arrived";
+  ASSERT_TRUE(m.get<dist::term>().is_binary());
+  const std::string& b = m.get<dist::term>().bin().bytes;
+  ASSERT_EQ(b.size(), 100000u);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    ASSERT_EQ(static_cast<unsigned char>(b[i]), i & 255) << "byte " << i;
+
+  int rc = -1;
+  scoped_process me(rt);
+  std::thread peer([&] { rc = bad_peer(n->port, "expect_p"); });
+  const bool up = eventually([&] { return !dist::nodes(rt).empty(); }, 30s);
+  EXPECT_TRUE(up) << "the peer without fragments never connected";
+  if (up) me.send("frag_probe", dist::nodes(rt).front(), dist::term::make_atom("hello"));
+  peer.join();  // (it gives up after 10 s without a packet)
+  EXPECT_EQ(rc, 0) << "the peer without fragments did not get the pass-through form";
 }
 
 TEST(DistFaults, BadOptionsAreErrors) {

@@ -36,12 +36,12 @@ struct arrivals {
 
 TEST(DistFragments, ALargeMessageFromErlangArrivesWholeWhileSmallOnesOvertakeIt) {
   REQUIRE_ERL();
+  arrivals seen;  // before the runtime: the sink reads it until the runtime is gone
   runtime rt;
   start_node(rt, "frag");
   erl_node erl("frag_peer");
   scoped_process me(rt);
   ASSERT_TRUE(erl.wait_up(me));
-  arrivals seen;
   const pid sink = rt.spawn([&seen](process& self) -> task<> {
     for (;;) {
       auto m = co_await self.receive(on<term>());

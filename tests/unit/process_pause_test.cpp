@@ -43,9 +43,9 @@ bool suspended(runtime& rt, pid p) {
 }
 
 TEST(ProcessPause, APausedBodyWaitsForEveryResumeWhateverArrives) {
-  runtime rt;
-  tickets ts;
+  tickets ts;  // these outlive the runtime, which ends the process
   std::atomic<int> step{0};
+  runtime rt;
   const pid p = rt.spawn([&](process& self) -> task<> {
     // Two pauses in one run (two busy connections): both must be lifted.
     ts.add(detail::remote_pause_running(rt.core()));
@@ -72,9 +72,9 @@ TEST(ProcessPause, APausedBodyWaitsForEveryResumeWhateverArrives) {
 }
 
 TEST(ProcessPause, APauseTakenBeforeAReceiveHoldsTheBodyWhenTheReceiveCompletes) {
-  runtime rt;
-  tickets ts;
+  tickets ts;  // these outlive the runtime, which ends the process
   std::atomic<int> step{0};
+  runtime rt;
   const pid p = rt.spawn([&](process& self) -> task<> {
     ts.add(detail::remote_pause_running(rt.core()));
     co_await self.receive(on<int>());  // parks: nothing has come yet
@@ -94,8 +94,8 @@ TEST(ProcessPause, APauseTakenBeforeAReceiveHoldsTheBodyWhenTheReceiveCompletes)
 }
 
 TEST(ProcessPause, APausedProcessCanBeKilledAndALateResumeIsHarmless) {
-  runtime rt;
   tickets ts;
+  runtime rt;
   scoped_process me(rt);
   const pid p = rt.spawn([&](process& self) -> task<> {
     ts.add(detail::remote_pause_running(rt.core()));
@@ -112,6 +112,7 @@ TEST(ProcessPause, APausedProcessCanBeKilledAndALateResumeIsHarmless) {
 }
 
 TEST(ProcessPause, OnlyAProcessOfThatRuntimeCanBePaused) {
+  std::atomic<int> checked{0};
   runtime rt;
   const pause_ticket t = detail::remote_pause_running(rt.core());  // an outside thread
   EXPECT_FALSE(t.who);
@@ -121,7 +122,6 @@ TEST(ProcessPause, OnlyAProcessOfThatRuntimeCanBePaused) {
   EXPECT_FALSE(detail::running_process(rt.core()));
   // A process of another runtime is not this runtime's to pause (its resume would never come).
   runtime other;
-  std::atomic<int> checked{0};
   rt.spawn([&](process&) -> task<> {
     const bool theirs =
         !detail::running_process(other.core()) && !detail::remote_pause_running(other.core()).who;
