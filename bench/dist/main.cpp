@@ -21,19 +21,18 @@
 #include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../common/rss.hpp"
 
 using namespace beamlet;
 using dist::term;
@@ -171,13 +170,6 @@ int run(runtime& rt, settings s) {
   return rc ? rc.get<int>() : 1;
 }
 
-std::int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 // The slow-reader measurement: one sender, a sampler on this thread every 10 ms.
 int slow(runtime& rt, std::size_t busy_limit, double seconds, int size) {
   std::printf("ready %u\n", static_cast<unsigned>(dist::self(rt)->port));
@@ -192,7 +184,7 @@ int slow(runtime& rt, std::size_t busy_limit, double seconds, int size) {
   const std::string peer = up.get<dist::nodeup>().node;
   std::atomic<long> sent{0};
   std::atomic<bool> stop{false};
-  const std::int64_t base = resident_bytes();
+  const std::int64_t base = bench::rss_bytes();
   const pid sender = me.spawn([&sent, &stop, peer, size](process& self) -> task<> {
     const term msg =
         term::make_tuple({term::make_atom("m"), term::make_binary(std::string(size, 'x'))});
@@ -210,7 +202,7 @@ int slow(runtime& rt, std::size_t busy_limit, double seconds, int size) {
   double ran = 0;
   for (;;) {
     ran = std::chrono::duration<double>(steady::now() - t0).count();
-    rss_peak = std::max(rss_peak, resident_bytes() - base);
+    rss_peak = std::max(rss_peak, bench::rss_bytes() - base);
     outbox_peak = std::max(outbox_peak, dist::outbox_bytes(rt, peer).value_or(0));
     capped = rss_peak > (std::int64_t{1} << 30);
     if (ran >= seconds || capped) break;

@@ -300,17 +300,24 @@ connection::~connection() {
       auto it = node_.conns.find(peer_);
       if (it != node_.conns.end() && it->second.process == self_.self()) node_.conns.erase(it);
     }
-    if (!box_) return;
-    outbox::pause_map lift;
-    {
-      std::lock_guard lock(box_->mu);
-      box_->closed = true;
-      box_->queued = box_->unsent = 0;
-      lift = box_->settle_locked(0, true);
-    }
-    resume_all(node_.rt(), std::move(lift));
+    if (box_) (void)close_box();
   } catch (...) {
   }
+}
+
+std::vector<outbox::op> connection::close_box() {
+  std::vector<outbox::op> ops;
+  outbox::pause_map lift;
+  {
+    std::lock_guard lock(box_->mu);
+    box_->closed = true;
+    ops.swap(box_->ops);
+    box_->bytes.clear();
+    box_->queued = box_->unsent = 0;
+    lift = box_->settle_locked(0, true);  // what was paused here goes on (as in OTP)
+  }
+  resume_all(node_.rt(), std::move(lift));
+  return ops;
 }
 
 void connection::finish(const std::string& why) {
@@ -328,20 +335,8 @@ void connection::finish(const std::string& why) {
   if (sock_) sock_.close();
   // Commands posted before we left the table: links and monitors they carry are lost too.
   // (A deposit that finds the outbox closed goes to a new connection instead.)
-  if (box_) {
-    std::vector<outbox::op> ops;
-    outbox::pause_map lift;
-    {
-      std::lock_guard lock(box_->mu);
-      box_->closed = true;
-      ops.swap(box_->ops);
-      box_->bytes.clear();
-      box_->queued = box_->unsent = 0;
-      lift = box_->settle_locked(0, true);  // what was paused here goes on (as in OTP)
-    }
-    resume_all(node_.rt(), std::move(lift));
-    for (auto& o : ops) lose_command(o.cmd, lost);
-  }
+  if (box_)
+    for (auto& o : close_box()) lose_command(o.cmd, lost);
   tables_.lose(node_.rt(), lost);
   if (connected_)
     node_.log(log_level::notice, "distribution: connection to '" + peer_ + "' closed: " + why);

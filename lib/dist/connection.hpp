@@ -80,6 +80,9 @@ class connection {
     return s == peer_slot_ || s == name_slot_;
   }
   void lose_command(out_command& c, const exit_reason& why);
+  /// Closes the outbox (later deposits go to a new connection), lifts the pauses taken for it
+  /// and returns the commands it still held.
+  std::vector<outbox::op> close_box();
   /// Takes everything the outbox holds into wbuf_, in order, applying the commands.
   void take_outbox();
 

@@ -29,11 +29,7 @@ constexpr std::size_t busy_limit = 1u << 20;
 constexpr std::size_t chunk = 64u << 10;  // each message's binary
 
 dist::node_options backpressure_options(const std::string& base) {
-  dist::node_options o;
-  o.name = unique_node(base);
-  o.long_names = true;
-  o.cookie = test_cookie();
-  o.listen_address = "127.0.0.1";
+  dist::node_options o = loopback_options(base);
   o.busy_limit = busy_limit;
   return o;
 }

@@ -39,15 +39,6 @@ int bad_peer(std::uint16_t port, const std::string& scenario) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-dist::node_options loopback_options(const std::string& base) {
-  dist::node_options o;
-  o.name = unique_node(base);
-  o.long_names = true;
-  o.cookie = test_cookie();
-  o.listen_address = "127.0.0.1";
-  return o;
-}
-
 TEST(DistFaults, MalformedHandshakesAndPacketsCloseOnlyThatConnection) {
   runtime rt;
   dist::node_options o = loopback_options("faults");

@@ -216,15 +216,21 @@ class beamlet_peer {
 };
 #endif
 
-/// Starts distribution on `rt` as `<base>_<pid>@127.0.0.1` with the test cookie.
-inline dist::node_info start_node(runtime& rt, const std::string& base,
-                                  std::string cookie = test_cookie()) {
+/// A node on loopback named `<base>_<pid>@127.0.0.1`, with `cookie`.
+inline dist::node_options loopback_options(const std::string& base,
+                                           std::string cookie = test_cookie()) {
   dist::node_options o;
   o.name = unique_node(base);
   o.long_names = true;
   o.cookie = std::move(cookie);
   o.listen_address = "127.0.0.1";
-  auto n = dist::start(rt, o);
+  return o;
+}
+
+/// Starts distribution on `rt` as loopback_options(base, cookie) says.
+inline dist::node_info start_node(runtime& rt, const std::string& base,
+                                  std::string cookie = test_cookie()) {
+  auto n = dist::start(rt, loopback_options(base, std::move(cookie)));
   EXPECT_TRUE(n) << (n ? "" : n.error().message());
   return n ? *n : dist::node_info{};
 }
