@@ -4,8 +4,9 @@
 %%
 %%   erl -pa DIR -noshell -name N -setcookie C -s dist_bench serve
 %%   erl -pa DIR -noshell -name N -setcookie C -s dist_bench run Peer Messages Sizes RoundTrips
+%%   erl -pa DIR -noshell -name N -setcookie C -s dist_bench big Peer Rounds
 -module(dist_bench).
--export([serve/0, run/1]).
+-export([serve/0, run/1, big/1]).
 
 serve() ->
     Pong = spawn(fun pong/0),
@@ -92,3 +93,39 @@ trip(Pong) ->
     Pong ! {self(), ping},
     receive ping -> ok end,
     (erlang:monotonic_time(nanosecond) - T0) / 1000.
+
+%% A 64 MiB message {m, Binary} to the sink, Rounds times, each timed until the sink's count
+%% comes back, while another process makes round trips through pong (as `dist_bench big`).
+big([PeerA, RoundsA]) ->
+    Peer = list_to_atom(atom_to_list(PeerA)),
+    Rounds = list_to_integer(atom_to_list(RoundsA)),
+    {Sink, Pong} = discover(Peer, 100),
+    drain_counts(),
+    Size = 64 * 1024 * 1024,
+    Msg = {m, binary:copy(<<"x">>, Size)},
+    {Transfers, TripLists} = lists:unzip([big_round(Sink, Pong, Msg) || _ <- lists:seq(1, Rounds)]),
+    Trips = lists:sort(lists:append(TripLists)),
+    K = length(Trips),
+    At = fun(_) when K =:= 0 -> -1.0; (I) -> lists:nth(I + 1, Trips) / 1.0 end,
+    io:format("{\"kind\":\"big\",\"size\":~b,\"fragment_size\":65536,\"rounds\":~b,"
+              "\"transfer_ms\":~.1f,\"trips\":~b,\"p50_us\":~.1f,\"p99_us\":~.1f}~n",
+              [Size, Rounds, lists:nth(Rounds div 2 + 1, lists:sort(Transfers)), K,
+               At(K div 2), At(K * 99 div 100)]),
+    halt().
+
+big_round(Sink, Pong, Msg) ->
+    Self = self(),
+    Pinger = spawn(fun() -> pinger(Pong, Self, []) end),
+    T0 = erlang:monotonic_time(microsecond),
+    Sink ! Msg,
+    Sink ! {done, self()},
+    receive {count, _, _, _} -> ok end,
+    T1 = erlang:monotonic_time(microsecond),
+    Pinger ! stop,
+    receive {trips, L} -> {(T1 - T0) / 1000, L} end.
+
+pinger(Pong, Driver, Acc) ->
+    receive
+        stop -> Driver ! {trips, Acc}
+    after 0 -> pinger(Pong, Driver, [trip(Pong) | Acc])
+    end.

@@ -17,6 +17,12 @@
 //       messages of <size> bytes by name, yielding after each, for <seconds> (or until this
 //       process has grown by 1 GiB), with node_options::busy_limit = <busy-limit> (0: off).
 //       Prints one JSON object: what was sent, and the peaks of resident memory and outbox.
+//   dist_bench big <node> <cookie> <peer-node> <fragment-size> <rounds>
+//       A beamlet node (node_options::fragment_size = <fragment-size>; 0: none) that sends the
+//       peer's sink a 64 MiB message {m, Binary} <rounds> times, each timed until the sink's count
+//       comes back, while another process makes round trips through the peer's pong from just
+//       before the send until then. Prints one JSON object: the median transfer time and the
+//       round trips' count and percentiles, over all rounds.
 #include <beamlet/core/runtime.hpp>
 #include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
@@ -223,6 +229,93 @@ int slow(runtime& rt, std::size_t busy_limit, double seconds, int size) {
   return 0;
 }
 
+// -- a large message in flight -------------------------------------------------------------
+
+constexpr std::size_t big_size = std::size_t{64} << 20;
+struct stop_pinging {
+  pid driver;
+};
+struct trip_times {
+  std::vector<double> us;
+};
+
+// Round trips through `pong`, one at a time, until told to stop; then their times go back.
+task<> pinger(process& self, pid pong) {
+  std::vector<double> us;
+  const term ping = term::make_tuple({term(self.self()), term::make_atom("ping")});
+  const auto is_ping = [](const term& t) { return t.is_atom("ping"); };
+  for (;;) {
+    auto s = co_await self.receive(on<stop_pinging>(), after(std::chrono::milliseconds(0)));
+    if (s) {
+      self.send(s.get<stop_pinging>().driver, trip_times{std::move(us)});
+      co_return;
+    }
+    const auto t0 = steady::now();
+    self.send(pong, ping);
+    auto m = co_await self.receive(on<term>().when(is_ping), after(std::chrono::seconds(60)));
+    if (!m) co_return;
+    us.push_back(std::chrono::duration<double, std::micro>(steady::now() - t0).count());
+  }
+}
+
+task<> big_driver(process& self, std::string peer, std::size_t fragment_size, int rounds,
+                  pid done) {
+  const peer_pids to = co_await discover(self, peer);
+  if (!to.sink) {
+    std::fprintf(stderr, "dist_bench: the sink on %s does not answer\n", peer.c_str());
+    self.send(done, 1);
+    co_return;
+  }
+  const auto is_count = [](const term& t) {
+    return t.is_tuple() && t.size() == 4 && t[0].is_atom("count");
+  };
+  for (;;) {  // late answers to discovery (see driver)
+    auto stale =
+        co_await self.receive(on<term>().when(is_count), after(std::chrono::milliseconds(500)));
+    if (stale.timed_out()) break;
+  }
+  const term msg =
+      term::make_tuple({term::make_atom("m"), term::make_binary(std::string(big_size, 'x'))});
+  std::vector<double> transfers_ms;
+  std::vector<double> trips;
+  for (int r = 0; r < rounds; ++r) {
+    const pid p = self.spawn([pong = to.pong](process& me) { return pinger(me, pong); });
+    const auto t0 = steady::now();
+    self.send(to.sink, msg);
+    self.send(to.sink, term::make_tuple({term::make_atom("done"), term(self.self())}));
+    auto m = co_await self.receive(on<term>().when(is_count), after(std::chrono::seconds(120)));
+    transfers_ms.push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
+    self.send(p, stop_pinging{self.self()});
+    auto t = co_await self.receive(on<trip_times>(), after(std::chrono::seconds(120)));
+    if (!m || !t) {
+      std::fprintf(stderr, "dist_bench: the large message or the pinger got no answer\n");
+      self.send(done, 1);
+      co_return;
+    }
+    const auto& us = t.get<trip_times>().us;
+    trips.insert(trips.end(), us.begin(), us.end());
+  }
+  std::sort(transfers_ms.begin(), transfers_ms.end());
+  std::sort(trips.begin(), trips.end());
+  const auto at = [&](std::size_t i) { return trips.empty() ? -1.0 : trips[i]; };
+  std::printf(
+      "{\"kind\":\"big\",\"size\":%zu,\"fragment_size\":%zu,\"rounds\":%d,"
+      "\"transfer_ms\":%.1f,\"trips\":%zu,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+      big_size, fragment_size, rounds, transfers_ms[transfers_ms.size() / 2], trips.size(),
+      at(trips.size() / 2), at(trips.size() * 99 / 100));
+  std::fflush(stdout);
+  self.send(done, 0);
+}
+
+int big(runtime& rt, std::string peer, std::size_t fragment_size, int rounds) {
+  scoped_process me(rt);
+  me.spawn([peer, fragment_size, rounds, done = me.self()](process& self) {
+    return big_driver(self, peer, fragment_size, rounds, done);
+  });
+  auto rc = me.receive(on<int>(), after(std::chrono::minutes(10)));
+  return rc ? rc.get<int>() : 1;
+}
+
 std::vector<int> parse_sizes(const std::string& s) {
   std::vector<int> out;
   std::stringstream in(s);
@@ -235,21 +328,24 @@ std::vector<int> parse_sizes(const std::string& s) {
 
 int main(int argc, char** argv) {
   if (argc < 4 || (std::string(argv[1]) == "run" && argc < 5) ||
-      (std::string(argv[1]) == "slow" && argc != 7)) {
+      (std::string(argv[1]) == "slow" && argc != 7) ||
+      (std::string(argv[1]) == "big" && argc != 7)) {
     std::fprintf(stderr,
                  "usage: dist_bench serve <node> <cookie>\n"
                  "       dist_bench run <node> <cookie> <peer-node> [--messages N] "
                  "[--sizes 0,100,1000] [--round-trips K]\n"
-                 "       dist_bench slow <node> <cookie> <busy-limit> <seconds> <size>\n");
+                 "       dist_bench slow <node> <cookie> <busy-limit> <seconds> <size>\n"
+                 "       dist_bench big <node> <cookie> <peer-node> <fragment-size> <rounds>\n");
     return 2;
   }
   const std::string mode = argv[1];
-  if (mode != "serve" && mode != "run" && mode != "slow") {
+  if (mode != "serve" && mode != "run" && mode != "slow" && mode != "big") {
     std::fprintf(stderr, "dist_bench: unknown mode '%s'\n", mode.c_str());
     return 2;
   }
   dist::node_options o = options(argv[2], argv[3]);
   if (mode == "slow") o.busy_limit = static_cast<std::size_t>(std::atoll(argv[4]));
+  if (mode == "big") o.fragment_size = static_cast<std::size_t>(std::atoll(argv[5]));
   runtime rt;
   auto n = dist::start(rt, o);
   if (!n) {
@@ -265,6 +361,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     return slow(rt, o.busy_limit, seconds, size);
+  }
+  if (mode == "big") {
+    const int rounds = std::atoi(argv[6]);
+    if (rounds <= 0) {
+      std::fprintf(stderr, "dist_bench: rounds must be positive\n");
+      return 2;
+    }
+    return big(rt, argv[4], o.fragment_size, rounds);
   }
   long messages = 200000, round_trips = 20000;
   std::vector<int> sizes{0, 100, 1000};

@@ -108,6 +108,11 @@ pid running_process(const runtime_core& rt) noexcept {
   return p != nullptr && !p->external && p->rt() == &rt ? p->id() : pid();
 }
 
+pid acting_process(const runtime_core& rt) noexcept {
+  const proc* p = running_proc();
+  return p != nullptr && p->rt() == &rt ? p->id() : pid();
+}
+
 pause_ticket remote_pause_running(const runtime_core& rt) noexcept {
   proc* p = running_proc();
   if (p == nullptr || p->external || p->rt() != &rt) return {};

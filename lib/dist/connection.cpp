@@ -29,7 +29,24 @@ namespace core = beamlet::detail;
 // -- connected phase --------------------------------------------------------------------------
 
 void connection::apply(out_command& c) {
+  if (!streams_.empty()) {
+    if (auto it = streams_.find(c.local); it != streams_.end()) {
+      // Its sender has a large message under way: this follows its last fragment.
+      held_bytes_ += c.bytes.size();
+      it->second.held.push_back(std::move(c));
+      return;
+    }
+  }
+  if (c.large && fragmenting()) {
+    begin_fragments(streams_[c.local], std::move(c));
+    return;
+  }
+  perform(c);
+}
+
+void connection::perform(out_command& c) {
   using k = out_command::kind;
+  if (c.large) large_done(c.local, c.exempt ? c.bytes.size() : 0);  // written whole
   if (c.what != k::down && c.remote && !current(c.remote)) {
     // A pid of an earlier incarnation of the peer: that process is dead.
     if (c.what == k::link)
@@ -91,7 +108,73 @@ void connection::take_outbox() {
     wbuf_.append(bytes, at, std::string::npos);
   }
   // Only commands with nothing to write (a DOWN nobody waits for): no flush will count them.
-  if (wbuf_.empty()) set_unsent(0);
+  if (wbuf_.empty()) set_unsent(held_bytes_);
+}
+
+void connection::begin_fragments(sender_stream& s, out_command&& c) {
+  constexpr std::size_t head = 4 + sizeof whole_header;  // what a fragment does not repeat
+  const std::size_t size = node_.opts.fragment_size;
+  s.packet = std::move(c.bytes);
+  s.next = head;
+  s.sequence = ++sequences_;
+  s.left = (s.packet.size() - head + size - 1) / size;
+  s.exempt = c.exempt;
+  if (!s.exempt) held_bytes_ += s.packet.size();
+}
+
+void connection::write_fragments() {
+  const std::size_t size = node_.opts.fragment_size;
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    sender_stream& s = it->second;
+    const bool first = s.next == 4 + sizeof whole_header;
+    const std::size_t n = std::min(size, s.packet.size() - s.next);
+    const std::size_t start = wbuf_.size();
+    wbuf_.append(4, '\0');
+    wbuf_ += '\x83';
+    wbuf_ += first ? 'E' : 'F';
+    put64(wbuf_, s.sequence);
+    put64(wbuf_, s.left);
+    if (first) wbuf_ += '\0';  // no atom-cache references
+    wbuf_.append(s.packet, s.next, n);
+    end_packet(wbuf_, start);
+    s.next += n;
+    if (--s.left != 0) {
+      ++it;
+      continue;
+    }
+    if (!s.exempt) held_bytes_ -= s.packet.size();
+    large_done(it->first, s.exempt ? s.packet.size() : 0);
+    std::string().swap(s.packet);
+    it = release_held(s) ? std::next(it) : streams_.erase(it);
+  }
+}
+
+bool connection::release_held(sender_stream& s) {
+  while (!s.held.empty()) {
+    out_command c = std::move(s.held.front());
+    s.held.pop_front();
+    held_bytes_ -= c.bytes.size();
+    if (c.large && fragmenting()) {
+      begin_fragments(s, std::move(c));
+      return true;
+    }
+    perform(c);
+  }
+  return false;
+}
+
+void connection::large_done(pid sender, std::size_t exempt_bytes) {
+  beamlet::detail::pause_ticket lift;
+  {
+    std::lock_guard lock(box_->mu);
+    box_->large -= std::min(box_->large, exempt_bytes);
+    auto it = box_->fragmenting.find(sender);
+    if (it != box_->fragmenting.end() && --it->second.messages == 0) {
+      lift = it->second.pause;
+      box_->fragmenting.erase(it);
+    }
+  }
+  core::remote_resume(node_.rt(), lift);
 }
 
 void connection::lose_command(out_command& c, const exit_reason& why) {
@@ -122,7 +205,7 @@ task<std::string> connection::flush() {
     if (!older) co_return "an outgoing packet could not be rewritten for a peer without fragments";
     wbuf_ = std::move(*older);
   }
-  if (box_) set_unsent(wbuf_.size());
+  if (box_) set_unsent(wbuf_.size() + held_bytes_);
   for (std::size_t off = 0; off < wbuf_.size(); off += slice) {
     const std::string_view part = std::string_view(wbuf_).substr(off, slice);
     auto r = co_await net::send(self_, sock_, part);
@@ -130,7 +213,7 @@ task<std::string> connection::flush() {
       failed = "send: " + r.error().message();
       break;
     }
-    if (box_) set_unsent(wbuf_.size() - std::min(wbuf_.size(), off + part.size()));
+    if (box_) set_unsent(wbuf_.size() - std::min(wbuf_.size(), off + part.size()) + held_bytes_);
   }
   wbuf_.clear();
   co_return failed;
@@ -151,7 +234,9 @@ task<std::string> connection::run() {
   for (;;) {
     auto m = co_await self_.receive(on<outbox_ready>(), on<net::tcp_data>(), on<net::tcp_passive>(),
                                     on<net::tcp_closed>(), on<net::tcp_error>(), on<conn_stop>(),
-                                    on<exit_message>(), after(tick));
+                                    on<exit_message>(),
+                                    // Fragments to write: only look at what is there.
+                                    after(streams_.empty() ? tick : decltype(tick){0}));
     const auto now = clock_type::now();
     if (m.is<outbox_ready>()) {
       take_outbox();
@@ -174,6 +259,7 @@ task<std::string> connection::run() {
                 "distribution: node '" + peer_ + "' not responding (net_tick_timeout)");
       co_return "net_tick_timeout";
     }
+    if (!streams_.empty()) write_fragments();
     if (wbuf_.empty() && now - last_out >= tick) wbuf_.append(4, '\0');  // a tick
     if (!wbuf_.empty()) {
       std::string failed = co_await flush();
@@ -183,6 +269,7 @@ task<std::string> connection::run() {
     if (stopping) {
       // What processes sent before the stop still reaches the peer.
       take_outbox();
+      while (!streams_.empty()) write_fragments();
       std::string failed = co_await flush();
       (void)failed;
       co_return m.get<conn_stop>().why;
@@ -308,15 +395,18 @@ connection::~connection() {
 std::vector<outbox::op> connection::close_box() {
   std::vector<outbox::op> ops;
   outbox::pause_map lift;
+  std::unordered_map<pid, outbox::large_sender> large;
   {
     std::lock_guard lock(box_->mu);
     box_->closed = true;
     ops.swap(box_->ops);
     box_->bytes.clear();
-    box_->queued = box_->unsent = 0;
+    box_->queued = box_->unsent = box_->large = 0;
     lift = box_->settle_locked(0, true);  // what was paused here goes on (as in OTP)
+    large.swap(box_->fragmenting);        // senders of large messages go on too
   }
   resume_all(node_.rt(), std::move(lift));
+  for (const auto& [who, l] : large) core::remote_resume(node_.rt(), l.pause);
   return ops;
 }
 
@@ -337,6 +427,9 @@ void connection::finish(const std::string& why) {
   // (A deposit that finds the outbox closed goes to a new connection instead.)
   if (box_)
     for (auto& o : close_box()) lose_command(o.cmd, lost);
+  for (auto& [sender, st] : streams_)
+    for (auto& c : st.held) lose_command(c, lost);
+  streams_.clear();
   tables_.lose(node_.rt(), lost);
   if (connected_)
     node_.log(log_level::notice, "distribution: connection to '" + peer_ + "' closed: " + why);

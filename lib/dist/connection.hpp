@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/task.hpp>
@@ -63,7 +65,11 @@ class connection {
   }
 
   // -- connected phase --
+  /// A command from the outbox, in its turn: kept behind its sender's fragments if it has
+  /// some under way, else performed (a large message starts its fragments).
   void apply(out_command& c);
+  /// Its bookkeeping, and its bytes into wbuf_.
+  void perform(out_command& c);
   bool dispatch(std::string&& data);
   bool packet(std::string_view p);
   /// The control message (and message) of a whole packet, from `at`; `versioned`: each term
@@ -86,6 +92,28 @@ class connection {
   /// Takes everything the outbox holds into wbuf_, in order, applying the commands.
   void take_outbox();
 
+  // -- fragments of large messages --
+  /// One sender's large message under way, and what the sender sent after it.
+  struct sender_stream {
+    std::string packet;    ///< the whole packet (length and 131 'D' 0 header included)
+    std::size_t next = 0;  ///< where the next fragment's bytes start in `packet`
+    std::uint64_t sequence = 0;
+    std::uint64_t left = 0;  ///< fragments still to write
+    bool exempt = false;     ///< its bytes are outbox::large, not counted toward busy
+    std::deque<out_command> held;
+  };
+  bool fragmenting() const { return dist_header_ && node_.opts.fragment_size != 0; }
+  /// Starts `c`'s fragments in `s`.
+  void begin_fragments(sender_stream& s, out_command&& c);
+  /// One fragment of each large message under way into wbuf_ (the rest of the traffic goes
+  /// between them); a sender whose message is done gets what it sent since.
+  void write_fragments();
+  /// The sender's large message is written: the outbox forgets it (and lifts its pause when
+  /// it was its last).
+  void large_done(pid sender, std::size_t exempt_bytes);
+  /// Performs what `s` held until the next large message; false when nothing is left.
+  bool release_held(sender_stream& s);
+
   process& self_;
   node_state& node_;
   const node_incarnation me_;
@@ -104,6 +132,11 @@ class connection {
   std::string wbuf_;
   connection_tables tables_;
   fragment_assembler fragments_;
+  std::unordered_map<pid, sender_stream> streams_;
+  std::uint64_t sequences_ = 0;
+  /// Bytes taken from the outbox, counted toward busy and not in wbuf_ (held commands and
+  /// counted large messages' unwritten fragments).
+  std::size_t held_bytes_ = 0;
   /// New node incarnations this peer may still introduce (pids of nodes not yet known).
   std::size_t foreign_budget_;
 };

@@ -32,7 +32,7 @@ net::socket_options raw_options(const node_options& o) {
   net::socket_options s;
   s.framing = net::framing::raw;
   s.max_packet = 1 << 20;
-  s.send_queue_limit = 8u << 20;
+  s.send_queue_limit = 1u << 20;
   s.send_timeout = o.net_ticktime;
   return s;
 }

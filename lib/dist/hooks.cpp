@@ -68,8 +68,10 @@ core::send_status node_state::send(pid to, core::message_node* n) noexcept {
       return core::send_status::refused;
     }
     end_packet(scratch, 0);
-    return post_bytes(node->name, scratch) ? core::send_status::queued
-                                           : core::send_status::no_process;
+    const bool posted = post_bytes(node->name, scratch);
+    // A large message leaves no large buffer behind it on this thread.
+    if (scratch.capacity() > (std::size_t{1} << 20)) std::string().swap(scratch);
+    return posted ? core::send_status::queued : core::send_status::no_process;
   } catch (...) {
     return core::send_status::queued;  // out of memory: lost, as a message to a process that cannot
                                        // take it
@@ -94,6 +96,7 @@ void node_state::send_named(pid from, std::string_view name, std::string_view no
       return;
     }
     out_command c;
+    c.local = from;  // what orders it among from's signals
     const term control =
         term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
     if (auto r = append_packet(c.bytes, control, &*t, self))

@@ -36,7 +36,7 @@ void node_state::attached(core::runtime_core& rt) {
         std::size_t n = 0;
         {
           std::lock_guard box_lock(e.box->mu);
-          n = e.box->pending();
+          n = e.box->unwritten();
         }
         w.sample("dist_outbox_bytes", n, metrics_writer::label("node", name));
       }
@@ -88,6 +88,7 @@ pid node_state::ensure_connection_locked(const std::string& node) {
 outbox::~outbox() {
   // Pauses still held when the node goes away with the runtime: their processes are ending.
   for (auto& [who, t] : paused) beamlet::detail::destroy_node(t.resume);
+  for (auto& [who, l] : fragmenting) beamlet::detail::destroy_node(l.pause.resume);
 }
 
 outbox::pause_map outbox::settle_locked(std::size_t low, bool force) {
@@ -103,16 +104,38 @@ void resume_all(core::runtime_core& rt, outbox::pause_map ts) {
 }
 
 node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_view bytes,
-                                          out_command* cmd, bool message) {
+                                          out_command* cmd, bool message, pid sender) {
   std::unique_lock lock(box.mu);
   if (box.closed) return deposited::no;
+  // A packet is its 4-byte length, the distribution header (131 'D' 0) and the terms.
+  constexpr std::size_t head = 4 + sizeof whole_header;
+  const bool large = opts.fragment_size != 0 && bytes.size() > head + opts.fragment_size;
+  if (cmd == nullptr && !large && box.fragmenting.empty()) {
+    box.bytes.append(bytes);  // the common case: no sender to keep behind fragments
+    box.queued += bytes.size();
+  } else {
+    out_command own;
+    if (cmd == nullptr) {
+      own.bytes.assign(bytes);
+      own.local = sender ? sender : core::acting_process(*rt_);
+      cmd = &own;
+    }
+    box.ops.reserve(box.ops.size() + 1);  // so that the push_back below cannot throw
+    if (large) {
+      auto [it, fresh] = box.fragmenting.try_emplace(cmd->local);
+      // The sending process goes no further until its large message is written (what it sent
+      // before the pause takes hold is kept behind the fragments by the connection).
+      if (fresh && message && cmd->local == core::running_process(*rt_))
+        it->second.pause = core::remote_pause_running(*rt_);
+      ++it->second.messages;
+      cmd->large = true;
+      cmd->exempt = static_cast<bool>(it->second.pause.who);
+    }
+    (cmd->exempt ? box.large : box.queued) += bytes.size();
+    box.ops.push_back(outbox::op{box.bytes.size(), std::move(*cmd)});
+  }
   const bool wake = !box.woken;
   box.woken = true;
-  box.queued += bytes.size();
-  if (cmd == nullptr)
-    box.bytes.append(bytes);
-  else
-    box.ops.push_back(outbox::op{box.bytes.size(), std::move(*cmd)});
   const std::size_t limit = opts.busy_limit;
   if (limit != 0 && !box.busy && box.pending() > limit) box.busy = true;
   pid paused;
@@ -148,7 +171,7 @@ void node_state::wait_drained(outbox& box) {
 }
 
 bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_command* cmd,
-                            bool message) {
+                            bool message, pid sender) {
   // The deposit is made under `mu`, shared for a connection in the table, exclusive for one we
   // start: a connection leaves the table (under `mu`, exclusively) before it closes its outbox,
   // so a box found in the table takes the command, and a connection that then fails answers it
@@ -162,7 +185,7 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
     if (!running()) return false;
     if (auto it = conns.find(node); it != conns.end()) {
       found = true;
-      d = deposit(*it->second.box, it->second.process, bytes, cmd, message);
+      d = deposit(*it->second.box, it->second.process, bytes, cmd, message, sender);
       if (d == deposited::wait) box = it->second.box;
     }
   }
@@ -171,7 +194,7 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
     const pid conn = ensure_connection_locked(std::string(node));
     if (!conn) return false;
     const conn_entry& e = conns.find(node)->second;
-    d = deposit(*e.box, conn, bytes, cmd, message);
+    d = deposit(*e.box, conn, bytes, cmd, message, sender);
     if (d == deposited::wait) box = e.box;
   }
   if (box) wait_drained(*box);  // with no lock held: the drain needs `mu` to end a connection
@@ -181,7 +204,7 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
 bool node_state::post(std::string_view node, out_command&& cmd, bool message) {
   // A plain packet needs no bookkeeping: it joins the bytes.
   const bool plain = cmd.what == out_command::kind::packet;
-  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd, message);
+  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd, message, cmd.local);
 }
 
 bool node_state::post_bytes(std::string_view node, std::string_view bytes) {
@@ -399,7 +422,7 @@ std::optional<std::size_t> outbox_bytes(runtime& rt, std::string_view node) {
   auto it = st.conns.find(node);
   if (it == st.conns.end()) return std::nullopt;
   std::lock_guard box_lock(it->second.box->mu);
-  return it->second.box->pending();
+  return it->second.box->unwritten();
 }
 
 task<bool> connect_node(process& self, std::string node) {

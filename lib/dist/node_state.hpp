@@ -46,6 +46,12 @@ struct out_command {
   std::string name;  ///< a monitor by name: the name
   exit_reason reason;
   std::string bytes;
+  /// Larger than node_options::fragment_size: written in fragments to a peer that speaks
+  /// them. What `local` sends after it waits for its last fragment.
+  bool large = false;
+  /// Large, and its sender is paused until it is written (outbox::fragmenting): its bytes are
+  /// bounded by that pause, so they do not count toward busy (outbox::large instead).
+  bool exempt = false;
 };
 
 /// What local processes have for one connection, in the order they did it: packets ready to
@@ -80,8 +86,22 @@ struct outbox {
   /// Outside threads that sent while busy wait on this (bounded by net_ticktime).
   std::condition_variable drained;
 
-  /// Bytes the connection has not written yet, for metrics and outbox_bytes().
+  // -- fragments (node_options::fragment_size), under mu --
+  /// A sender with large messages on their way: how many, and the pause that holds it until
+  /// the last is written (as a BEAM process is busy with its send until its last fragment is
+  /// queued). While a sender is here, what it deposits goes into `ops` with its pid, so that
+  /// the connection can keep it behind the fragments.
+  struct large_sender {
+    std::uint32_t messages = 0;
+    beamlet::detail::pause_ticket pause;
+  };
+  std::unordered_map<pid, large_sender> fragmenting;
+  std::size_t large = 0;  ///< bytes of exempt large messages not written yet
+
+  /// Bytes that count toward the busy limit.
   std::size_t pending() const { return queued + unsent; }
+  /// Bytes the connection has not written yet, for metrics and outbox_bytes().
+  std::size_t unwritten() const { return queued + unsent + large; }
   /// Clears busy when pending() is at `low` or below (or `force`), and returns the pauses to
   /// lift, which the caller hands to remote_resume after letting go of mu.
   pause_map settle_locked(std::size_t low, bool force);
@@ -189,7 +209,8 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
 
   /// Deposits into the outbox of the connection for `node`, made if there is none, under `mu`
   /// (false when the node is not running or `node` is this one).
-  bool deposit_to(std::string_view node, std::string_view bytes, out_command* cmd, bool message);
+  bool deposit_to(std::string_view node, std::string_view bytes, out_command* cmd, bool message,
+                  pid sender = pid());
   /// What a deposit did, and what its caller still has to do.
   enum class deposited : std::uint8_t {
     no,  ///< the connection has ended meanwhile
@@ -198,7 +219,10 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   };
   /// Appends to the connection's outbox; a message sent into a busy outbox pauses its sending
   /// process (a busy_dist_port event).
-  deposited deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd, bool message);
+  /// `sender`: whose deposit it is, when known (else the acting process is asked, if it is
+  /// needed: for a large message, or while some sender has one under way).
+  deposited deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd, bool message,
+                    pid sender);
   /// An outside thread's wait for a busy outbox to drain, at most net_ticktime.
   void wait_drained(outbox& box);
 

@@ -26,7 +26,9 @@ namespace dist_backpressure_cases {
 using dist::term;
 
 constexpr std::size_t busy_limit = 1u << 20;
-constexpr std::size_t chunk = 64u << 10;  // each message's binary
+// Each message's binary: under the fragment size, so every message counts toward busy (a
+// large one pauses its sender by itself: dist_fragment_test.cpp).
+constexpr std::size_t chunk = 60000;
 
 dist::node_options backpressure_options(const std::string& base) {
   dist::node_options o = loopback_options(base);
@@ -98,7 +100,7 @@ TEST(DistBackpressure, SendersToAFrozenPeerAreSuspendedAndNothingIsLost) {
 
   const std::int64_t rss_before = resident_bytes();
   erl.freeze();
-  // 128 MiB in all: far more than the socket buffers and the socket's own queue hold.
+  // 117 MiB in all: far more than the socket buffers and the socket's own queue hold.
   constexpr int total = 2048;
   const pid sender = rt.spawn([&sent, sink](process& self) -> task<> {
     const std::string payload(chunk, 'x');
@@ -115,7 +117,7 @@ TEST(DistBackpressure, SendersToAFrozenPeerAreSuspendedAndNothingIsLost) {
   EXPECT_TRUE(suspended(rt, sender));
   EXPECT_LT(at, total / 2) << "the sender went far past what the buffers between us hold";
   // What this process holds for the frozen peer: the outbox (about the limit), the socket's
-  // queue (8 MiB) and the message being encoded; 128 MiB without backpressure.
+  // queue (1 MiB) and the message being encoded; 117 MiB without backpressure.
   const std::int64_t grown = resident_bytes() - rss_before;
   // (Not under a sanitizer: its shadow memory grows with what the process touches.)
   if (!sanitized) {

@@ -25,6 +25,13 @@
 // drained to half the limit or ended; nothing is dropped and order is kept. A peer that reads
 // nothing at all is dropped after net_ticktime.
 //
+// Fragments (OTP 22+): a message larger than node_options::fragment_size goes to a peer that
+// speaks fragments in pieces of that size, interleaved with the other processes' traffic, so
+// that a large message does not hold up the small ones and the ticks behind it. Order between
+// one sender and one receiver is kept: what a process sends after a large message waits for
+// its last fragment, and the sending process is suspended until that is written (so its
+// bytes, bounded that way, do not count toward busy_limit).
+//
 // The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global` and
 // `pg` ignore it, and every node that talks to it connects to it directly. The cookie
 // authenticates, it does not encrypt: run distribution on a trusted network only.
@@ -87,12 +94,16 @@ struct node_options {
   std::size_t max_foreign_nodes = 4096;
   /// Backpressure (OTP's dist_buf_busy_limit): when the bytes waiting for a peer in its
   /// connection (queued by senders, or taken and not yet handed to the socket, whose own queue
-  /// holds up to 8 MiB more) pass this, the connection is busy until they are back at half of
+  /// holds up to 1 MiB more) pass this, the connection is busy until they are back at half of
   /// it. A process that sends
   /// a message to a busy connection is suspended (after its message is queued: nothing is
   /// dropped) until the connection is no longer busy or ends, and the system monitor reports
   /// busy_dist_port; an outside thread waits, at most net_ticktime. 0: no limit.
   std::size_t busy_limit = 1u << 20;
+  /// Messages (and signals) whose encoding is larger than this go to a peer that speaks
+  /// fragments in pieces of this size (OTP writes 64 KiB fragments), interleaved with other
+  /// traffic. 0: every message is written whole (what a peer without fragments always gets).
+  std::size_t fragment_size = 64u << 10;
 };
 
 /// A node's identity once started.

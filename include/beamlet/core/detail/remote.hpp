@@ -95,6 +95,9 @@ struct pause_ticket {
 /// The process of `rt` running on the calling thread: the null pid on an outside thread, a
 /// scoped_process's, or a thread running a process of another runtime.
 pid running_process(const runtime_core& rt) noexcept;
+/// The process of `rt` on whose behalf the calling thread acts, a scoped_process's included:
+/// what sends from this thread are ordered by. The null pid on an outside thread.
+pid acting_process(const runtime_core& rt) noexcept;
 /// Pauses the process of `rt` running on the calling thread: it finishes its current run, but its
 /// body is not resumed until every pause taken has been lifted; its signals are still acted on, so
 /// it can be killed meanwhile. Returns an empty ticket when the caller is not a process running
