@@ -7,3 +7,4 @@
 #include <beamlet/dist/gen_call.hpp>
 #include <beamlet/dist/node.hpp>
 #include <beamlet/dist/term.hpp>
+#include <beamlet/dist/tls.hpp>

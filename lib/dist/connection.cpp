@@ -208,14 +208,13 @@ task<std::string> connection::flush() {
   if (box_) set_unsent(wbuf_.size() + held_bytes_);
   for (std::size_t off = 0; off < wbuf_.size(); off += slice) {
     const std::string_view part = std::string_view(wbuf_).substr(off, slice);
-    auto r = co_await net::send(self_, sock_, part);
-    if (!r) {
-      failed = "send: " + r.error().message();
-      break;
-    }
+    failed = co_await write(part);
+    if (!failed.empty()) break;
     if (box_) set_unsent(wbuf_.size() - std::min(wbuf_.size(), off + part.size()) + held_bytes_);
   }
   wbuf_.clear();
+  // What the TLS session has to say of its own (an answer to the peer's session traffic).
+  if (failed.empty() && tls_ && tls_->has_output()) failed = co_await write({});
   co_return failed;
 }
 
@@ -244,7 +243,14 @@ task<std::string> connection::run() {
       auto& d = m.get<net::tcp_data>();
       if (d.socket != sid) continue;
       last_in = now;
-      if (!dispatch(std::move(d.data))) co_return "a malformed packet";
+      if (tls_) {
+        std::string plain;
+        std::string error;
+        if (!tls_->open(d.data, plain, error)) co_return error;
+        if (!dispatch(std::move(plain))) co_return "a malformed packet";
+      } else if (!dispatch(std::move(d.data))) {
+        co_return "a malformed packet";
+      }
     } else if (m.is<net::tcp_passive>()) {
       if (!net::set_active(self_, sock_, net::active_mode::n(window))) co_return "socket gone";
     } else if (m.is<net::tcp_closed>()) {
@@ -261,7 +267,7 @@ task<std::string> connection::run() {
     }
     if (!streams_.empty()) write_fragments();
     if (wbuf_.empty() && now - last_out >= tick) wbuf_.append(4, '\0');  // a tick
-    if (!wbuf_.empty()) {
+    if (!wbuf_.empty() || (tls_ && tls_->has_output())) {
       std::string failed = co_await flush();
       if (!failed.empty()) co_return failed;
       last_out = clock_type::now();

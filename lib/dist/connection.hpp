@@ -18,6 +18,7 @@
 #include "fragments.hpp"
 #include "node_state.hpp"
 #include "node_table.hpp"
+#include "tls.hpp"
 #include "wire.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -61,8 +62,17 @@ class connection {
   task<bool> accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest);
   bool established(std::uint64_t flags, std::uint32_t creation, std::string rest);
   void refuse(const std::string& why) {
-    node_.log(log_level::error, "distribution: connection with '" + peer_ + "' failed: " + why);
+    node_.log(log_level::error, "distribution: " +
+                                    (peer_.empty() ? std::string("an incoming connection")
+                                                   : "connection with '" + peer_ + "'") +
+                                    " failed: " + why);
   }
+  /// The TLS handshake on sock_ (node_options::tls): as the acceptor, or toward `host`.
+  task<bool> start_tls(bool server, const std::string& host);
+  /// A handshake packet: its length in 2 bytes, or in 4 over TLS (as inet_tls_dist has it).
+  std::string frame(std::string_view body) const { return tls_ ? frame4(body) : frame2(body); }
+  /// Writes `bytes` on sock_ (through TLS where the connection has it); "" or why not.
+  task<std::string> write(std::string_view bytes);
 
   // -- connected phase --
   /// A command from the outbox, in its turn: kept behind its sender's fragments if it has
@@ -130,6 +140,8 @@ class connection {
   std::string cookie_;        // this peer's (set_cookie/2), or the node's
   std::string rbuf_;
   std::string wbuf_;
+  std::unique_ptr<tls_session> tls_;
+  std::string tls_rest_;  // plaintext that came with the end of the TLS handshake
   connection_tables tables_;
   fragment_assembler fragments_;
   std::unordered_map<pid, sender_stream> streams_;

@@ -37,6 +37,67 @@ net::socket_options raw_options(const node_options& o) {
   return s;
 }
 
+// -- TLS --------------------------------------------------------------------------------------
+
+task<bool> connection::start_tls(bool server, const std::string& host) {
+  auto made = tls_session::make(*node_.tls, server, host);
+  if (!made) {
+    refuse("TLS: " + made.error());
+    co_return false;
+  }
+  tls_ = std::move(*made);
+  const auto deadline = clock_type::now() + node_.opts.handshake_timeout;
+  for (;;) {
+    std::string out;
+    std::string error;
+    const tls_session::step st = tls_->handshake(out, error);
+    if (!out.empty()) {
+      // Sent on failure too: it is the alert that tells the peer why.
+      auto r = co_await net::send(self_, sock_, out);
+      if (!r && st != tls_session::step::failed) {
+        refuse("TLS handshake: send: " + r.error().message());
+        co_return false;
+      }
+    }
+    if (st == tls_session::step::done) break;
+    if (st == tls_session::step::failed) {
+      refuse(error);
+      co_return false;
+    }
+    const auto now = clock_type::now();
+    if (now >= deadline) {
+      refuse("TLS handshake: timed out");
+      co_return false;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    auto chunk = co_await net::recv(self_, sock_, left + std::chrono::milliseconds(1));
+    if (!chunk) {
+      refuse("TLS handshake: " + chunk.error().message());
+      co_return false;
+    }
+    tls_->put(*chunk);
+  }
+  std::string error;
+  if (!tls_->open({}, tls_rest_, error)) {
+    refuse(error);
+    co_return false;
+  }
+  co_return true;
+}
+
+task<std::string> connection::write(std::string_view bytes) {
+  if (!tls_) {
+    auto r = co_await net::send(self_, sock_, bytes);
+    co_return r ? std::string() : "send: " + r.error().message();
+  }
+  std::string cipher;
+  std::string error;
+  if (!tls_->seal(bytes, cipher, error)) co_return error;
+  if (cipher.empty()) co_return std::string();
+  auto r = co_await net::send(self_, sock_, cipher);
+  co_return r ? std::string() : "send: " + r.error().message();
+}
+
 // -- handshake --------------------------------------------------------------------------------
 
 task<bool> connection::initiate() {
@@ -68,11 +129,13 @@ task<bool> connection::initiate() {
     co_return false;
   }
   sock_ = std::move(*c);
+  if (node_.tls && !co_await start_tls(false, host)) co_return false;
   cookie_ = node_.cookie_for(peer_);
-  const std::string hello = name_packet(flag::ours, me_.creation, me_.name);
-  if (auto r1 = co_await net::send(self_, sock_, hello); !r1) co_return false;
-  stream_reader in(clock_type::now() + o.handshake_timeout);
-  auto status = co_await in.packet2(self_, sock_);
+  const std::string hello = frame(name_packet(flag::ours, me_.creation, me_.name));
+  if (!(co_await write(hello)).empty()) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout, tls_.get(),
+                   std::exchange(tls_rest_, {}));
+  auto status = co_await in.packet(self_, sock_, tls_ ? 4 : 2);
   if (!status) {
     refuse("no status: " + status.error());
     co_return false;
@@ -81,6 +144,7 @@ task<bool> connection::initiate() {
     // A simultaneous connect the peer won: its own connection comes to us through the kernel,
     // which hands the socket to this process.
     sock_.close();
+    tls_.reset();
     auto s = co_await self_.receive(on<net::tcp_socket>(), after(o.handshake_timeout));
     if (!s) {
       refuse("simultaneous connect: the peer's connection never came");
@@ -89,18 +153,19 @@ task<bool> connection::initiate() {
     sock_ = std::move(s.get<net::tcp_socket>());
     auto a = co_await self_.receive(on<adopt_socket>(), after(o.handshake_timeout));
     if (!a) co_return false;
-    const adopt_socket& ad = a.get<adopt_socket>();
+    adopt_socket& ad = a.get<adopt_socket>();
+    tls_ = std::move(ad.tls);  // the session the acceptor made on that socket
     std::string none;
     co_return co_await accept_rest(ad.flags, ad.creation, std::move(none));
   }
   if (*status == "salive") {
-    const std::string yes = frame2("strue");  // we have no connection: the peer's is stale
-    if (auto r2 = co_await net::send(self_, sock_, yes); !r2) co_return false;
+    const std::string yes = frame("strue");  // we have no connection: the peer's is stale
+    if (!(co_await write(yes)).empty()) co_return false;
   } else if (*status != "sok" && *status != "sok_simultaneous") {
     refuse("refused by the peer (" + status->substr(status->empty() ? 0 : 1) + ")");
     co_return false;
   }
-  auto got = co_await in.packet2(self_, sock_);
+  auto got = co_await in.packet(self_, sock_, tls_ ? 4 : 2);
   const auto ch = got ? parse_challenge(*got) : std::nullopt;
   if (!ch) {
     refuse("bad challenge");
@@ -120,9 +185,9 @@ task<bool> connection::initiate() {
   std::string reply = "r";
   put32(reply, mine);
   reply += digest(cookie_, ch->challenge);
-  const std::string reply_packet = frame2(reply);
-  if (auto r3 = co_await net::send(self_, sock_, reply_packet); !r3) co_return false;
-  auto ack = co_await in.packet2(self_, sock_);
+  const std::string reply_packet = frame(reply);
+  if (!(co_await write(reply_packet)).empty()) co_return false;
+  auto ack = co_await in.packet(self_, sock_, tls_ ? 4 : 2);
   if (!ack) {
     refuse("no acknowledgement (a wrong cookie?): " + ack.error());
     co_return false;
@@ -137,17 +202,18 @@ task<bool> connection::initiate() {
 task<bool> connection::accept(net::tcp_socket s) {
   sock_ = std::move(s);
   const node_options& o = node_.opts;
-  stream_reader in(clock_type::now() + o.handshake_timeout);
-  auto got = co_await in.packet2(self_, sock_);
+  if (node_.tls && !co_await start_tls(true, {})) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout, tls_.get(),
+                   std::exchange(tls_rest_, {}));
+  auto got = co_await in.packet(self_, sock_, tls_ ? 4 : 2);
   auto name = got ? parse_name(*got) : std::nullopt;
   if (!name) co_return false;  // not a version-6 peer
   const std::uint64_t flags = name->flags;
   const std::uint32_t creation = name->creation;
   peer_ = std::move(name->name);
   if ((flags & flag::required) != flag::required || peer_.find('@') == std::string::npos) {
-    const std::string no = frame2("snot_allowed");
-    auto sent = co_await net::send(self_, sock_, no);
-    (void)sent;
+    const std::string no = frame("snot_allowed");
+    (void)co_await write(no);
     co_return false;
   }
   enum class decision { ok, nok, simultaneous, alive } d = decision::ok;
@@ -170,24 +236,23 @@ task<bool> connection::accept(net::tcp_socket s) {
   if (d == decision::nok) {
     node_.log(log_level::notice, "distribution: simultaneous connect with '" + peer_ +
                                      "': our own attempt goes on, this one is refused");
-    const std::string no = frame2("snok");
-    auto sent = co_await net::send(self_, sock_, no);
-    (void)sent;
+    const std::string no = frame("snok");
+    (void)co_await write(no);
     co_return false;
   }
   if (d == decision::simultaneous) {
     node_.log(log_level::notice,
               "distribution: simultaneous connect with '" + peer_ + "': its attempt replaces ours");
-    const std::string ok = frame2("sok_simultaneous");
-    if (auto r4 = co_await net::send(self_, sock_, ok); !r4) co_return false;
+    const std::string ok = frame("sok_simultaneous");
+    if (!(co_await write(ok)).empty()) co_return false;
     if (auto r5 = co_await net::controlling_process(self_, sock_, other); !r5) co_return false;
-    self_.send(other, adopt_socket{{}, flags, creation});
+    self_.send(other, adopt_socket{{}, flags, creation, std::move(tls_)});
     co_return false;
   }
   if (d == decision::alive) {
-    const std::string alive = frame2("salive");
-    if (auto r6 = co_await net::send(self_, sock_, alive); !r6) co_return false;
-    auto answer = co_await in.packet2(self_, sock_);
+    const std::string alive = frame("salive");
+    if (!(co_await write(alive)).empty()) co_return false;
+    auto answer = co_await in.packet(self_, sock_, tls_ ? 4 : 2);
     if (!answer || *answer != "strue") co_return false;
     // The peer restarted: the old connection is stale. End it, then take its place.
     const ref m = self_.monitor(other);
@@ -201,8 +266,8 @@ task<bool> connection::accept(net::tcp_socket s) {
     node_.conns[peer_] = conn_entry{self_.self(), false, 0, box_};
     registered_ = true;
   } else {
-    const std::string ok = frame2("sok");
-    if (auto r7 = co_await net::send(self_, sock_, ok); !r7) co_return false;
+    const std::string ok = frame("sok");
+    if (!(co_await write(ok)).empty()) co_return false;
   }
   std::string rest = in.take_rest();
   co_return co_await accept_rest(flags, creation, std::move(rest));
@@ -212,10 +277,11 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
   const node_options& o = node_.opts;
   cookie_ = node_.cookie_for(peer_);
   const std::uint32_t mine = random_challenge();
-  const std::string challenge = challenge_packet(flag::ours, mine, me_.creation, me_.name);
-  if (auto r8 = co_await net::send(self_, sock_, challenge); !r8) co_return false;
-  stream_reader in(clock_type::now() + o.handshake_timeout);
-  auto got = co_await in.packet2(self_, sock_);
+  const std::string challenge = frame(challenge_packet(flag::ours, mine, me_.creation, me_.name));
+  if (!(co_await write(challenge)).empty()) co_return false;
+  stream_reader in(clock_type::now() + o.handshake_timeout, tls_.get(),
+                   std::exchange(tls_rest_, {}));
+  auto got = co_await in.packet(self_, sock_, tls_ ? 4 : 2);
   const auto reply = got ? parse_challenge_reply(*got) : std::nullopt;
   if (!reply) {
     refuse("no challenge reply");
@@ -228,8 +294,8 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
   }
   std::string ack = "a";
   ack += digest(cookie_, reply->challenge);
-  const std::string ack_packet = frame2(ack);
-  if (auto r9 = co_await net::send(self_, sock_, ack_packet); !r9) co_return false;
+  const std::string ack_packet = frame(ack);
+  if (!(co_await write(ack_packet)).empty()) co_return false;
   rest += in.take_rest();
   co_return established(flags, creation, std::move(rest));
 }

@@ -19,7 +19,7 @@ class dist_category_impl final : public std::error_category {
         return "no cookie given, and ~/.erlang.cookie can be neither read nor created";
       case dist_errc::bad_options:
         return "node options out of range (no epmd needs a fixed port; tick and handshake "
-               "times must be positive)";
+               "times must be positive; a fragment size is 0 or at least 1024)";
       case dist_errc::epmd_unreachable:
         return "no epmd answered, and `epmd -daemon` could not start one";
       case dist_errc::epmd_refused:
@@ -28,6 +28,10 @@ class dist_category_impl final : public std::error_category {
         return "epmd closed the connection or answered something unexpected";
       case dist_errc::timed_out:
         return "registering with epmd timed out";
+      case dist_errc::tls_setup:
+        return "the TLS certificate, key or CA file could not be used (the log says which)";
+      case dist_errc::tls_unavailable:
+        return "TLS distribution is not built into this library (BEAMLET_TLS is off)";
     }
     return "unknown beamlet.dist error";
   }

@@ -336,12 +336,26 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
   if (!opts.use_epmd && opts.port == 0) return unexpected(std::error_code(dist_errc::bad_options));
   if (opts.net_ticktime.count() <= 0 || opts.handshake_timeout.count() <= 0)
     return unexpected(std::error_code(dist_errc::bad_options));
+  // Fragments so small that their headers would outweigh them are a mistake, not a setting.
+  if (opts.fragment_size != 0 && opts.fragment_size < 1024)
+    return unexpected(std::error_code(dist_errc::bad_options));
+  std::shared_ptr<detail::tls_context> tls;
+  if (opts.tls) {
+    if (!detail::tls_built()) return unexpected(std::error_code(dist_errc::tls_unavailable));
+    auto t = detail::tls_context::make(*opts.tls);
+    if (!t) {
+      st.log(log_level::error, "distribution: TLS: " + t.error());
+      return unexpected(std::error_code(dist_errc::tls_setup));
+    }
+    tls = std::move(*t);
+  }
   net::listen_options lo;
   lo.address = opts.listen_address;
   lo.port = opts.port;
   auto l = net::listen(rt, lo);
   if (!l) return unexpected(l.error());
   st.opts = opts;
+  st.tls = std::move(tls);
   st.cookie = opts.cookie;
   st.port = l->port();
   st.self.name = name;

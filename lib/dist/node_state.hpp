@@ -25,6 +25,8 @@
 #include <beamlet/dist/node.hpp>
 #include <beamlet/net/tcp.hpp>
 
+#include "tls.hpp"
+
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {
 
@@ -124,6 +126,7 @@ struct adopt_socket {
   net::tcp_socket socket;
   std::uint64_t flags = 0;
   std::uint32_t creation = 0;
+  std::unique_ptr<tls_session> tls;  ///< the socket's TLS session, with node_options::tls
 };
 
 struct conn_entry {
@@ -151,6 +154,7 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   /// The cookie to use with `peer`.
   std::string cookie_for(const std::string& peer);
   std::uint16_t port = 0;
+  std::shared_ptr<tls_context> tls;  ///< with node_options::tls (set by start())
   pid kernel;
   pid rex;           ///< serves rpc calls (rpc_client.cpp)
   pid group_leader;  ///< what rpc_call names as the remote call's group leader

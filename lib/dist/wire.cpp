@@ -36,13 +36,21 @@ std::string frame2(std::string_view body) {
   return out;
 }
 
+std::string frame4(std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + 4);
+  put32(out, static_cast<std::uint32_t>(body.size()));
+  out += body;
+  return out;
+}
+
 std::string name_packet(std::uint64_t flags, std::uint32_t creation, std::string_view name) {
   std::string b = "N";
   put64(b, flags);
   put32(b, creation);
   put16(b, static_cast<std::uint16_t>(name.size()));
   b.append(name);
-  return frame2(b);
+  return b;
 }
 
 std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::uint32_t creation,
@@ -53,7 +61,7 @@ std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::
   put32(b, creation);
   put16(b, static_cast<std::uint16_t>(name.size()));
   b.append(name);
-  return frame2(b);
+  return b;
 }
 
 std::optional<name_fields> parse_name(std::string_view p) {

@@ -84,12 +84,15 @@ std::uint16_t get16(const char* p);
 std::uint32_t get32(const char* p);
 std::uint64_t get64(const char* p);
 
-/// `body` with its 2-byte length in front (handshake packets).
+/// `body` with its 2-byte length in front (handshake packets over TCP, epmd requests).
 std::string frame2(std::string_view body);
+/// `body` with its 4-byte length in front (handshake packets over TLS, as inet_tls_dist
+/// frames them).
+std::string frame4(std::string_view body);
 
-/// The handshake's name packet ('N'), sent by the initiator.
+/// The body of the handshake's name packet ('N'), sent by the initiator.
 std::string name_packet(std::uint64_t flags, std::uint32_t creation, std::string_view name);
-/// The acceptor's challenge ('N' with a challenge).
+/// The body of the acceptor's challenge ('N' with a challenge).
 std::string challenge_packet(std::uint64_t flags, std::uint32_t challenge, std::uint32_t creation,
                              std::string_view name);
 // Reading the handshake's packets (their 2-byte length already taken off). Each returns

@@ -145,6 +145,9 @@ TEST(DistFaults, BadOptionsAreErrors) {
   o.net_ticktime = std::chrono::seconds(0);
   EXPECT_EQ(error_of(o), dist::dist_errc::bad_options);
   o.net_ticktime = dist::node_options{}.net_ticktime;
+  o.fragment_size = 100;  // headers larger than the pieces
+  EXPECT_EQ(error_of(o), dist::dist_errc::bad_options);
+  o.fragment_size = 0;  // no fragments: allowed
   o.listen_address = "not-an-address";
   EXPECT_EQ(error_of(o), net::net_errc::bad_address);  // the listen socket's own error
   o.listen_address = "127.0.0.1";

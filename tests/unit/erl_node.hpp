@@ -76,41 +76,54 @@ class erl_node {
   explicit erl_node(const std::string& base, std::string cookie = test_cookie(),
                     bool elixir = false, const std::string& elixir_code = {})
       : name_(unique_node(base)) {
-    static const char* agent =
-        "register(agent, self()),"
-        "Loop = fun L() ->"
-        "  receive"
-        "    {eval, From, Ref, Src, Bs} ->"
-        "      R = try"
-        "            {ok, Toks, _} = erl_scan:string(binary_to_list(Src)),"
-        "            {ok, Exprs} = erl_parse:parse_exprs(Toks),"
-        "            B = lists:foldl(fun({K, V}, A) -> erl_eval:add_binding(K, V, A) end,"
-        "                            erl_eval:new_bindings(), Bs),"
-        "            {value, V, _} = erl_eval:exprs(Exprs, B),"
-        "            V"
-        "          catch C:E -> {eval_error, C, E} end,"
-        "      From ! {Ref, R}, L();"
-        "    stop -> halt()"
-        "  end "
-        "end,"
-        "Loop().";
     std::vector<std::string> args;
     if (elixir) {
       // The agent is Erlang: Elixir runs it through erl_eval, so tests script both alike.
-      std::string code = elixir_code + "\n" + "src = ~S\"\"\"\n" + agent + "\n\"\"\"\n" +
+      std::string code = elixir_code + "\n" + "src = ~S\"\"\"\n" + agent() + "\n\"\"\"\n" +
                          "{:ok, toks, _} = :erl_scan.string(String.to_charlist(src))\n"
                          "{:ok, exprs} = :erl_parse.parse_exprs(toks)\n"
                          ":erl_eval.exprs(exprs, :erl_eval.new_bindings())\n";
       args = {"elixir", "--name", name_, "--cookie", cookie, "-e", code};
     } else {
-      args = {"erl", "-noshell", "-name", name_, "-setcookie", cookie, "-eval", agent};
+      args = {"erl", "-noshell", "-name", name_, "-setcookie", cookie, "-eval", agent()};
     }
+    os_pid_ = spawn_child(std::move(args));
+  }
+  /// An `erl` node with more arguments (`-proto_dist inet_tls ...`, say).
+  erl_node(const std::string& base, const std::vector<std::string>& erl_args,
+           std::string cookie = test_cookie())
+      : name_(unique_node(base)) {
+    std::vector<std::string> args = {"erl", "-noshell", "-name", name_, "-setcookie", cookie};
+    args.insert(args.end(), erl_args.begin(), erl_args.end());
+    args.insert(args.end(), {"-eval", agent()});
     os_pid_ = spawn_child(std::move(args));
   }
   ~erl_node() { kill(); }
   erl_node(const erl_node&) = delete;
   erl_node& operator=(const erl_node&) = delete;
 
+ private:
+  static const char* agent() {
+    return "register(agent, self()),"
+           "Loop = fun L() ->"
+           "  receive"
+           "    {eval, From, Ref, Src, Bs} ->"
+           "      R = try"
+           "            {ok, Toks, _} = erl_scan:string(binary_to_list(Src)),"
+           "            {ok, Exprs} = erl_parse:parse_exprs(Toks),"
+           "            B = lists:foldl(fun({K, V}, A) -> erl_eval:add_binding(K, V, A) end,"
+           "                            erl_eval:new_bindings(), Bs),"
+           "            {value, V, _} = erl_eval:exprs(Exprs, B),"
+           "            V"
+           "          catch C:E -> {eval_error, C, E} end,"
+           "      From ! {Ref, R}, L();"
+           "    stop -> halt()"
+           "  end "
+           "end,"
+           "Loop().";
+  }
+
+ public:
   const std::string& name() const { return name_; }
   bool started() const { return os_pid_ != 0; }
 

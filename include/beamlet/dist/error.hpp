@@ -19,11 +19,14 @@ enum class dist_errc {
   already_started = 1,  ///< this runtime's distribution is running
   bad_name,             ///< not a node name, or a short name where long names are on (or back)
   no_cookie,            ///< none given, and ~/.erlang.cookie can be neither read nor created
-  bad_options,          ///< no epmd and no fixed port; a tick time or handshake timeout <= 0
+  bad_options,          ///< no epmd and no fixed port; a tick time or handshake timeout <= 0;
+                        ///< a fragment size from 1 to 1023
   epmd_unreachable,     ///< no epmd answered, and `epmd -daemon` could not start one
   epmd_refused,         ///< epmd refused the name (another node holds it)
   epmd_protocol,        ///< epmd closed the connection or answered something else
   timed_out,            ///< registering with epmd took longer than connect_timeout
+  tls_setup,            ///< node_options::tls: a certificate, key or CA file could not be used
+  tls_unavailable,      ///< node_options::tls, in a library built without BEAMLET_TLS
 };
 
 const std::error_category& dist_category() noexcept;

@@ -32,9 +32,11 @@
 // its last fragment, and the sending process is suspended until that is written (so its
 // bytes, bounded that way, do not count toward busy_limit).
 //
+// TLS (like `erl -proto_dist inet_tls`): node_options::tls, see tls.hpp.
+//
 // The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global` and
 // `pg` ignore it, and every node that talks to it connects to it directly. The cookie
-// authenticates, it does not encrypt: run distribution on a trusted network only.
+// authenticates, it does not encrypt: run plain distribution on a trusted network only.
 //
 // Thread-safety: every function may be called from any thread or process.
 #pragma once
@@ -56,6 +58,7 @@
 #include <beamlet/dist/error.hpp>
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/term.hpp>
+#include <beamlet/dist/tls.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
@@ -103,7 +106,10 @@ struct node_options {
   /// Messages (and signals) whose encoding is larger than this go to a peer that speaks
   /// fragments in pieces of this size (OTP writes 64 KiB fragments), interleaved with other
   /// traffic. 0: every message is written whole (what a peer without fragments always gets).
+  /// Below 1024 (other than 0): start() fails with bad_options.
   std::size_t fragment_size = 64u << 10;
+  /// Distribution over TLS (tls.hpp), for every connection of the node; none: plain TCP.
+  std::optional<tls_options> tls;
 };
 
 /// A node's identity once started.
