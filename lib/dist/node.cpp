@@ -104,19 +104,24 @@ void resume_all(core::runtime_core& rt, outbox::pause_map ts) {
 }
 
 node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_view bytes,
-                                          out_command* cmd, bool message, pid sender) {
+                                          out_command* cmd, bool message, pid sender,
+                                          std::string* owned) {
   std::unique_lock lock(box.mu);
   if (box.closed) return deposited::no;
   // A packet is its 4-byte length, the distribution header (131 'D' 0) and the terms.
   constexpr std::size_t head = 4 + sizeof whole_header;
-  const bool large = opts.fragment_size != 0 && bytes.size() > head + opts.fragment_size;
+  const std::size_t size = bytes.size();  // (bytes may be moved from below)
+  const bool large = opts.fragment_size != 0 && size > head + opts.fragment_size;
   if (cmd == nullptr && !large && box.fragmenting.empty()) {
     box.bytes.append(bytes);  // the common case: no sender to keep behind fragments
-    box.queued += bytes.size();
+    box.queued += size;
   } else {
     out_command own;
     if (cmd == nullptr) {
-      own.bytes.assign(bytes);
+      if (large && owned != nullptr)
+        own.bytes = std::move(*owned);  // no copy of a large message
+      else
+        own.bytes.assign(bytes);
       own.local = sender ? sender : core::acting_process(*rt_);
       cmd = &own;
     }
@@ -131,7 +136,7 @@ node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_vie
       cmd->large = true;
       cmd->exempt = static_cast<bool>(it->second.pause.who);
     }
-    (cmd->exempt ? box.large : box.queued) += bytes.size();
+    (cmd->exempt ? box.large : box.queued) += size;
     box.ops.push_back(outbox::op{box.bytes.size(), std::move(*cmd)});
   }
   const bool wake = !box.woken;
@@ -171,7 +176,7 @@ void node_state::wait_drained(outbox& box) {
 }
 
 bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_command* cmd,
-                            bool message, pid sender) {
+                            bool message, pid sender, std::string* owned) {
   // The deposit is made under `mu`, shared for a connection in the table, exclusive for one we
   // start: a connection leaves the table (under `mu`, exclusively) before it closes its outbox,
   // so a box found in the table takes the command, and a connection that then fails answers it
@@ -185,7 +190,7 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
     if (!running()) return false;
     if (auto it = conns.find(node); it != conns.end()) {
       found = true;
-      d = deposit(*it->second.box, it->second.process, bytes, cmd, message, sender);
+      d = deposit(*it->second.box, it->second.process, bytes, cmd, message, sender, owned);
       if (d == deposited::wait) box = it->second.box;
     }
   }
@@ -194,7 +199,7 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
     const pid conn = ensure_connection_locked(std::string(node));
     if (!conn) return false;
     const conn_entry& e = conns.find(node)->second;
-    d = deposit(*e.box, conn, bytes, cmd, message, sender);
+    d = deposit(*e.box, conn, bytes, cmd, message, sender, owned);
     if (d == deposited::wait) box = e.box;
   }
   if (box) wait_drained(*box);  // with no lock held: the drain needs `mu` to end a connection
@@ -204,11 +209,12 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
 bool node_state::post(std::string_view node, out_command&& cmd, bool message) {
   // A plain packet needs no bookkeeping: it joins the bytes.
   const bool plain = cmd.what == out_command::kind::packet;
-  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd, message, cmd.local);
+  return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd, message, cmd.local,
+                    plain ? &cmd.bytes : nullptr);
 }
 
-bool node_state::post_bytes(std::string_view node, std::string_view bytes) {
-  return deposit_to(node, bytes, nullptr, true);
+bool node_state::post_bytes(std::string_view node, std::string& packet) {
+  return deposit_to(node, packet, nullptr, true, pid(), &packet);
 }
 
 void node_state::post_stop(const std::string& node, std::string why) {

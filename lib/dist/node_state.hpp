@@ -178,8 +178,9 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   /// Gives `cmd` to the connection for `node`, making one if needed. `message`: it carries a
   /// message (SEND, REG_SEND), whose sender a busy connection pauses.
   bool post(std::string_view node, out_command&& cmd, bool message = false);
-  /// post() for a ready message packet (the send path).
-  bool post_bytes(std::string_view node, std::string_view bytes);
+  /// post() for a ready message packet (the send path). A large one is moved out of `packet`
+  /// rather than copied.
+  bool post_bytes(std::string_view node, std::string& packet);
   /// Processes paused by a busy connection so far (busy_dist_port events).
   std::atomic<std::uint64_t> busy_pauses{0};
   void post_stop(const std::string& node, std::string why);
@@ -214,7 +215,7 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   /// Deposits into the outbox of the connection for `node`, made if there is none, under `mu`
   /// (false when the node is not running or `node` is this one).
   bool deposit_to(std::string_view node, std::string_view bytes, out_command* cmd, bool message,
-                  pid sender = pid());
+                  pid sender = pid(), std::string* owned = nullptr);
   /// What a deposit did, and what its caller still has to do.
   enum class deposited : std::uint8_t {
     no,  ///< the connection has ended meanwhile
@@ -225,8 +226,9 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   /// process (a busy_dist_port event).
   /// `sender`: whose deposit it is, when known (else the acting process is asked, if it is
   /// needed: for a large message, or while some sender has one under way).
+  /// `owned`: the string `bytes` is, which a large message may be moved out of.
   deposited deposit(outbox& box, pid conn, std::string_view bytes, out_command* cmd, bool message,
-                    pid sender);
+                    pid sender, std::string* owned);
   /// An outside thread's wait for a busy outbox to drain, at most net_ticktime.
   void wait_drained(outbox& box);
 
