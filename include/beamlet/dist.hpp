@@ -6,5 +6,6 @@
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/gen_call.hpp>
 #include <beamlet/dist/node.hpp>
+#include <beamlet/dist/pg.hpp>
 #include <beamlet/dist/term.hpp>
 #include <beamlet/dist/tls.hpp>

@@ -383,6 +383,7 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
   st.self.creation = ready.get<detail::kernel_ready>().creation;
   st.rex = me.spawn([sp](process& p) { return detail::rex_body(p, *sp); });
   st.group_leader = me.spawn([sp](process& p) { return detail::group_leader_body(p, *sp); });
+  st.pg_scope = me.spawn([sp](process& p) { return detail::pg_body(p, *sp); });
   core::install_hook(rt.core(), &st);
   st.set_running(true);
   me.send(st.kernel, detail::kernel_go{});
@@ -396,6 +397,11 @@ bool stop(runtime& rt) {
   st.listener.close();
   rt.exit(st.rex, exit_reason::kill());
   rt.exit(st.group_leader, exit_reason::kill());
+  rt.exit(st.pg_scope, exit_reason::kill());
+  {
+    std::unique_lock lock(st.pg.mu);
+    st.pg.clear();
+  }
   {
     std::shared_lock lock(st.mu);
     for (const auto& [name, e] : st.conns)

@@ -25,6 +25,7 @@
 #include <beamlet/dist/node.hpp>
 #include <beamlet/net/tcp.hpp>
 
+#include "pg_groups.hpp"
 #include "tls.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
@@ -158,6 +159,8 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   pid kernel;
   pid rex;           ///< serves rpc calls (rpc_client.cpp)
   pid group_leader;  ///< what rpc_call names as the remote call's group leader
+  pid pg_scope;      ///< the pg scope process, registered as `pg` (pg.cpp)
+  pg_groups pg;      ///< its membership tables
   net::tcp_listener listener;
 
   void set_running(bool on) { running_.store(on, std::memory_order_release); }
@@ -256,6 +259,8 @@ task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, 
 /// `rex` and the group leader of rpc calls (rpc_client.cpp).
 task<> rex_body(process& self, node_state& node);
 task<> group_leader_body(process& self, node_state& node);
+/// The pg scope process (pg.cpp).
+task<> pg_body(process& self, node_state& node);
 
 /// What the kernel tells start() once the node is published (creation 0 and `error` set on
 /// failure); start() answers with kernel_go.

@@ -34,8 +34,9 @@
 //
 // TLS (like `erl -proto_dist inet_tls`): node_options::tls, see tls.hpp.
 //
-// The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global` and
-// `pg` ignore it, and every node that talks to it connects to it directly. The cookie
+// The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global`
+// ignores it, and every node that talks to it connects to it directly; its `pg` scope
+// introduces itself to theirs (pg.hpp). The cookie
 // authenticates, it does not encrypt: run plain distribution on a trusted network only.
 //
 // Thread-safety: every function may be called from any thread or process.
