@@ -31,8 +31,9 @@ namespace core = beamlet::detail;
 void connection::apply(out_command& c) {
   if (!streams_.empty()) {
     if (auto it = streams_.find(c.local); it != streams_.end()) {
-      // Its sender has a large message under way: this follows its last fragment.
-      held_bytes_ += c.bytes.size();
+      // Its sender has a large message under way: this follows its last fragment. (An exempt
+      // large message is counted in outbox::large, not toward busy.)
+      if (!c.exempt) held_bytes_ += c.bytes.size();
       it->second.held.push_back(std::move(c));
       return;
     }
@@ -153,7 +154,7 @@ bool connection::release_held(sender_stream& s) {
   while (!s.held.empty()) {
     out_command c = std::move(s.held.front());
     s.held.pop_front();
-    held_bytes_ -= c.bytes.size();
+    if (!c.exempt) held_bytes_ -= c.bytes.size();
     if (c.large && fragmenting()) {
       begin_fragments(s, std::move(c));
       return true;
@@ -246,8 +247,10 @@ task<std::string> connection::run() {
       if (tls_) {
         std::string plain;
         std::string error;
-        if (!tls_->open(d.data, plain, error)) co_return error;
-        if (!dispatch(std::move(plain))) co_return "a malformed packet";
+        const bool open = tls_->open(d.data, plain, error);
+        // What came before the peer's close_notify is still delivered.
+        if (!plain.empty() && !dispatch(std::move(plain))) co_return "a malformed packet";
+        if (!open) co_return error;
       } else if (!dispatch(std::move(d.data))) {
         co_return "a malformed packet";
       }

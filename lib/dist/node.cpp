@@ -88,7 +88,8 @@ pid node_state::ensure_connection_locked(const std::string& node) {
 outbox::~outbox() {
   // Pauses still held when the node goes away with the runtime: their processes are ending.
   for (auto& [who, t] : paused) beamlet::detail::destroy_node(t.resume);
-  for (auto& [who, l] : fragmenting) beamlet::detail::destroy_node(l.pause.resume);
+  for (auto& [who, l] : fragmenting)
+    if (l.pause.resume != nullptr) beamlet::detail::destroy_node(l.pause.resume);  // paused ones
 }
 
 outbox::pause_map outbox::settle_locked(std::size_t low, bool force) {
@@ -383,6 +384,11 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
   st.self.creation = ready.get<detail::kernel_ready>().creation;
   st.rex = me.spawn([sp](process& p) { return detail::rex_body(p, *sp); });
   st.group_leader = me.spawn([sp](process& p) { return detail::group_leader_body(p, *sp); });
+  {
+    // A join that raced the last stop() may have left something behind.
+    std::unique_lock lock(st.pg.mu);
+    st.pg.clear();
+  }
   st.pg_scope = me.spawn([sp](process& p) { return detail::pg_body(p, *sp); });
   core::install_hook(rt.core(), &st);
   st.set_running(true);
@@ -415,7 +421,8 @@ bool stop(runtime& rt) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (int i = 0; i < 500 && (rt.is_alive(st.kernel) || rt.is_alive(st.rex)); ++i)
+  for (int i = 0;
+       i < 500 && (rt.is_alive(st.kernel) || rt.is_alive(st.rex) || rt.is_alive(st.pg_scope)); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return true;
 }

@@ -72,21 +72,26 @@ class scope {
   void down_of(const down& d) {
     if (auto it = members_.find(d.pid); it != members_.end() && it->second == d.ref) {
       members_.erase(it);
-      std::vector<std::string> keys;
-      term_list groups;
       {
         std::unique_lock lock(g_.mu);
-        if (auto j = g_.joined.find(d.pid); j != g_.joined.end()) {
-          keys = std::move(j->second);
-          g_.joined.erase(j);
+        std::vector<std::string> keys;
+        if (auto jt = g_.joined.find(d.pid); jt != g_.joined.end()) {
+          keys = std::move(jt->second);
+          g_.joined.erase(jt);
         }
         for (const std::string& k : keys) {
           auto gi = g_.local.find(k);
           if (gi == g_.local.end()) continue;
-          groups.push_back(gi->second.name);
           remove_one(gi->second.members, d.pid);
           if (gi->second.members.empty()) g_.local.erase(gi);
         }
+      }
+      // The peers hear of the joins they heard of, no more (a leave of a group a pg scope
+      // does not have crashes it).
+      term_list groups;
+      if (auto a = announced_.find(d.pid); a != announced_.end()) {
+        for (const told& t : a->second) groups.push_back(t.group);
+        announced_.erase(a);
       }
       if (!groups.empty())
         broadcast(term::make_tuple({term::make_atom("leave"), term(me_), term(d.pid),
@@ -155,23 +160,34 @@ class scope {
   void tell(const pg_local& l) {
     bool member = false;
     bool in_group = false;
+    const std::optional<std::string> key = key_of(l.group);
     {
       std::shared_lock lock(g_.mu);
       member = g_.joined.count(l.member) != 0;
-      if (auto k = key_of(l.group); k && member) {
-        auto gi = g_.local.find(*k);
+      if (key && member) {
+        auto gi = g_.local.find(*key);
         in_group = gi != g_.local.end() &&
                    std::find(gi->second.members.begin(), gi->second.members.end(), l.member) !=
                        gi->second.members.end();
       }
     }
-    // A join its member's end (or a later leave) has undone already is not told: the leave
-    // that undid it is, and a leave of what a peer never had changes nothing there.
-    if (l.joined && in_group)
+    // A join its member's end (or a later leave) has undone already is not told, and a leave
+    // only of what was told: the peers' tables follow announced_, which follows ours.
+    if (l.joined && in_group) {
+      announced_[l.member].push_back(told{l.group, *key});
       broadcast(term::make_tuple({term::make_atom("join"), term(me_), l.group, term(l.member)}));
-    if (!l.joined)
-      broadcast(term::make_tuple(
-          {term::make_atom("leave"), term(me_), term(l.member), term::make_list({l.group})}));
+    } else if (!l.joined && key) {
+      if (auto a = announced_.find(l.member); a != announced_.end()) {
+        auto t = std::find_if(a->second.begin(), a->second.end(),
+                              [&](const told& x) { return x.key == *key; });
+        if (t != a->second.end()) {
+          a->second.erase(t);
+          if (a->second.empty()) announced_.erase(a);
+          broadcast(term::make_tuple(
+              {term::make_atom("leave"), term(me_), term(l.member), term::make_list({l.group})}));
+        }
+      }
+    }
     // Watch exactly the processes that are members.
     auto w = members_.find(l.member);
     if (member && w == members_.end()) {
@@ -182,11 +198,18 @@ class scope {
     }
   }
 
-  term all_local() {
-    std::shared_lock lock(g_.mu);
+  // What a new peer is sent: what the others have been told (joins and leaves still queued
+  // reach it as they reach them).
+  term all_local() const {
+    std::map<std::string, std::pair<term, std::vector<pid>>> by_group;
+    for (const auto& [p, list] : announced_)
+      for (const told& t : list) {
+        auto& e = by_group[t.key];
+        e.first = t.group;
+        e.second.push_back(p);
+      }
     term_list out;
-    for (const auto& [k, grp] : g_.local)
-      if (!grp.members.empty()) out.push_back(term::make_tuple({grp.name, pid_list(grp.members)}));
+    for (auto& [k, e] : by_group) out.push_back(term::make_tuple({e.first, pid_list(e.second)}));
     return term::make_list(std::move(out));
   }
 
@@ -208,15 +231,30 @@ class scope {
   std::unordered_map<pid, ref> members_;  // local members, watched
   std::unordered_map<pid, ref> peers_;    // peer scopes, watched
   std::map<std::uint64_t, pg_local> early_;
+  /// What the peers have been told of each local member: one entry per join.
+  struct told {
+    term group;
+    std::string key;
+  };
+  std::unordered_map<pid, std::vector<told>> announced_;
   std::uint64_t expect_ = 0;
 };
 
 }  // namespace
 
 task<> pg_body(process& self, node_state& node) {
-  (void)self.register_name("pg");
+  if (self.register_name("pg"))
+    node.log(log_level::error, "distribution: pg: the name `pg` is taken; no process groups");
   dist::monitor_nodes(self);
   scope s(self, node);
+  // Connections made before this ran (from now on, nodeup tells).
+  std::vector<std::string> up;
+  {
+    std::shared_lock lock(node.mu);
+    for (const auto& [name, e] : node.conns)
+      if (e.established) up.push_back(name);
+  }
+  for (const std::string& n : up) s.nodeup(n);
   for (;;) {
     auto m = co_await self.receive(on<pg_local>(), on<down>(), on<nodeup>(), on<nodedown>(),
                                    on<term>(), on_any());

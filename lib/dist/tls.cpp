@@ -57,6 +57,8 @@ expected<SSL_CTX*, std::string> make_ctx(const tls_options& o, bool server) {
     return unexpected(errors(std::move(why)));
   };
   SSL_CTX_ctrl(c, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
+  // A renegotiation (TLS 1.2) would make a write wait for a read: refused.
+  SSL_CTX_set_options(c, SSL_OP_NO_RENEGOTIATION);
   if (SSL_CTX_use_certificate_chain_file(c, o.certfile.c_str()) != 1)
     return fail("certfile '" + o.certfile + "'");
   const std::string& key = o.keyfile.empty() ? o.certfile : o.keyfile;

@@ -73,6 +73,20 @@ TEST(DistPg, MembersAreSharedWithErlangBothWays) {
       << "Erlang still lists a member that left";
   EXPECT_TRUE(has(erl_members(cpp_group), member));
 
+  // A join undone before the scope told anyone is not told, and neither is its leave: a pg
+  // scope crashes on a leave of a group it does not have.
+  const term erl_scope = erl.eval(me, "whereis(pg).");
+  const pid brief = rt.spawn(park_forever);
+  const term fleeting = term::make_atom("fleeting");
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(dist::pg::join(rt, fleeting, brief));
+    ASSERT_TRUE(dist::pg::leave(rt, fleeting, brief));
+  }
+  ASSERT_TRUE(dist::pg::join(rt, fleeting, brief));
+  EXPECT_TRUE(eventually([&] { return has(erl_members(fleeting), brief); }, 10s));
+  EXPECT_EQ(erl.eval(me, "whereis(pg)."), erl_scope) << "Erlang's pg scope was restarted";
+  rt.exit(brief, exit_reason::kill());
+
   // A member that ends leaves its groups, on both sides.
   rt.exit(member, exit_reason::kill());
   EXPECT_TRUE(eventually([&] { return erl_members(cpp_group).empty(); }, 10s))
