@@ -11,6 +11,7 @@
 #include <beamlet/dist/pg.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "node_state.hpp"
@@ -106,8 +107,26 @@ class scope {
   }
 
   void nodeup(const std::string& node) {
-    // Erlang's pg discovers visible nodes by itself; this node is hidden, so it goes first.
-    self_.send("pg", node, term::make_tuple({term::make_atom("discover"), term(me_)}));
+    // Erlang's pg discovers visible nodes by itself; this node is hidden, so it goes first. A
+    // node may not run its `pg` yet (a connection can come up while it boots), so the discover
+    // is sent again, less and less often, until that node's scope answers or the node goes.
+    discover(node);
+    awaiting_[node] = retry{clock::now() + first_retry, first_retry};
+  }
+  void nodedown(const std::string& node) { awaiting_.erase(node); }
+  /// Sends the discovers that are due; returns how long until the next one (or a long while).
+  std::chrono::milliseconds retry_due() {
+    const auto now = clock::now();
+    auto next = std::chrono::milliseconds(std::chrono::hours(1));
+    for (auto& [node, r] : awaiting_) {
+      if (now >= r.at) {
+        discover(node);
+        r.backoff = std::min(r.backoff * 2, last_retry);
+        r.at = now + r.backoff;
+      }
+      next = std::min(next, std::chrono::duration_cast<std::chrono::milliseconds>(r.at - now));
+    }
+    return std::max(next, std::chrono::milliseconds(1));
   }
 
   void from_peer(const term& t) {
@@ -213,7 +232,12 @@ class scope {
     return term::make_list(std::move(out));
   }
 
+  void discover(const std::string& node) {
+    self_.send("pg", node, term::make_tuple({term::make_atom("discover"), term(me_)}));
+  }
+
   bool add_peer(pid peer) {
+    if (auto n = node_of(peer)) awaiting_.erase(n->name);  // its scope answered
     if (peers_.count(peer) != 0) return false;
     peers_.emplace(peer, self_.monitor(peer));
     std::unique_lock lock(g_.mu);
@@ -231,6 +255,14 @@ class scope {
   std::unordered_map<pid, ref> members_;  // local members, watched
   std::unordered_map<pid, ref> peers_;    // peer scopes, watched
   std::map<std::uint64_t, pg_local> early_;
+  using clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds first_retry{250};
+  static constexpr std::chrono::milliseconds last_retry{30000};
+  struct retry {
+    clock::time_point at;
+    std::chrono::milliseconds backoff;
+  };
+  std::unordered_map<std::string, retry> awaiting_;  // nodes whose scope has not answered
   /// What the peers have been told of each local member: one entry per join.
   struct told {
     term group;
@@ -257,13 +289,15 @@ task<> pg_body(process& self, node_state& node) {
   for (const std::string& n : up) s.nodeup(n);
   for (;;) {
     auto m = co_await self.receive(on<pg_local>(), on<down>(), on<nodeup>(), on<nodedown>(),
-                                   on<term>(), on_any());
+                                   on<term>(), on_any(), after(s.retry_due()));
     if (m.is<pg_local>()) {
       s.local(std::move(m.get<pg_local>()));
     } else if (m.is<down>()) {
       s.down_of(m.get<down>());
     } else if (m.is<nodeup>()) {
       s.nodeup(m.get<nodeup>().node);
+    } else if (m.is<nodedown>()) {
+      s.nodedown(m.get<nodedown>().node);
     } else if (m.is<term>()) {
       s.from_peer(m.get<term>());
     }
