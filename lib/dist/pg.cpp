@@ -7,6 +7,7 @@
 //   {leave, Scope, PidOrPids, Groups}      members left (one occurrence per group listed)
 // Each scope monitors the others: a scope that goes away (or its node) takes its members along.
 #include <beamlet/core/receive.hpp>
+#include <beamlet/core/timeout.hpp>
 #include <beamlet/dist/node.hpp>
 #include <beamlet/dist/pg.hpp>
 
@@ -114,8 +115,10 @@ class scope {
     awaiting_[node] = retry{clock::now() + first_retry, first_retry};
   }
   void nodedown(const std::string& node) { awaiting_.erase(node); }
-  /// Sends the discovers that are due; returns how long until the next one (or a long while).
-  std::chrono::milliseconds retry_due() {
+  /// Sends the discovers that are due; returns how long until the next one, or infinity when
+  /// no scope is awaited (no timer then: an idle scope holds none).
+  timeout_value retry_due() {
+    if (awaiting_.empty()) return infinity;
     const auto now = clock::now();
     auto next = std::chrono::milliseconds(std::chrono::hours(1));
     for (auto& [node, r] : awaiting_) {
@@ -126,7 +129,7 @@ class scope {
       }
       next = std::min(next, std::chrono::duration_cast<std::chrono::milliseconds>(r.at - now));
     }
-    return std::max(next, std::chrono::milliseconds(1));
+    return timeout_value(std::max(next, std::chrono::milliseconds(1)));
   }
 
   void from_peer(const term& t) {
