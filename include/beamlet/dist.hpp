@@ -5,6 +5,7 @@
 #include <beamlet/dist/error.hpp>
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/gen_call.hpp>
+#include <beamlet/dist/global.hpp>
 #include <beamlet/dist/node.hpp>
 #include <beamlet/dist/pg.hpp>
 #include <beamlet/dist/term.hpp>

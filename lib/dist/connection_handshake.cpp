@@ -131,7 +131,7 @@ task<bool> connection::initiate() {
   sock_ = std::move(*c);
   if (node_.tls && !co_await start_tls(false, host)) co_return false;
   cookie_ = node_.cookie_for(peer_);
-  const std::string hello = frame(name_packet(flag::ours, me_.creation, me_.name));
+  const std::string hello = frame(name_packet(node_.our_flags(), me_.creation, me_.name));
   if (!(co_await write(hello)).empty()) co_return false;
   stream_reader in(clock_type::now() + o.handshake_timeout, tls_.get(),
                    std::exchange(tls_rest_, {}));
@@ -277,7 +277,8 @@ task<bool> connection::accept_rest(std::uint64_t flags, std::uint32_t creation, 
   const node_options& o = node_.opts;
   cookie_ = node_.cookie_for(peer_);
   const std::uint32_t mine = random_challenge();
-  const std::string challenge = frame(challenge_packet(flag::ours, mine, me_.creation, me_.name));
+  const std::string challenge =
+      frame(challenge_packet(node_.our_flags(), mine, me_.creation, me_.name));
   if (!(co_await write(challenge)).empty()) co_return false;
   stream_reader in(clock_type::now() + o.handshake_timeout, tls_.get(),
                    std::exchange(tls_rest_, {}));
@@ -313,6 +314,8 @@ bool connection::established(std::uint64_t flags, std::uint32_t creation, std::s
     // disconnect_node during the handshake took us out of the table: the attempt is void.
     if (it == node_.conns.end() || it->second.process != self_.self()) return false;
     it->second = conn_entry{self_.self(), true, creation, box_};
+    // Visible only if both sides publish themselves (as OTP decides it).
+    it->second.visible = !node_.opts.hidden && (flags & flag::published) != 0;
     registered_ = true;
   }
   connected_ = true;

@@ -21,6 +21,7 @@ constexpr std::uint8_t alive2_req = 120;
 constexpr std::uint8_t port2_resp = 119;
 constexpr std::uint8_t port_please2_req = 122;
 constexpr std::uint8_t hidden_node = 72;
+constexpr std::uint8_t normal_node = 77;
 
 // `epmd -daemon`, as erl starts it when none runs. The daemon detaches, so this returns soon.
 bool start_epmd_daemon(std::uint16_t port) {
@@ -56,7 +57,8 @@ std::uint16_t epmd_port(std::uint16_t configured) {
 
 task<expected<registration, std::error_code>> epmd_register(process& self, std::string alive,
                                                             std::uint16_t port, std::uint16_t epmd,
-                                                            std::chrono::milliseconds timeout) {
+                                                            std::chrono::milliseconds timeout,
+                                                            bool hidden) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   net::tcp_socket s;
   bool started = false;
@@ -80,7 +82,7 @@ task<expected<registration, std::error_code>> epmd_register(process& self, std::
   std::string req;
   req.push_back(static_cast<char>(alive2_req));
   put16(req, port);
-  req.push_back(static_cast<char>(hidden_node));
+  req.push_back(static_cast<char>(hidden ? hidden_node : normal_node));
   req.push_back('\0');  // TCP/IPv4
   put16(req, 6);        // highest version
   put16(req, 5);        // lowest version

@@ -28,9 +28,11 @@ std::uint16_t epmd_port(std::uint16_t configured);
 
 /// Publishes `alive` at `port` with the epmd on this host, starting `epmd -daemon` if none
 /// answers. Errors are dist_errc (what dist::start returns).
+/// `hidden`: published as a hidden node (epmd's node type 72) rather than a normal one (77).
 task<expected<registration, std::error_code>> epmd_register(process& self, std::string alive,
                                                             std::uint16_t port, std::uint16_t epmd,
-                                                            std::chrono::milliseconds timeout);
+                                                            std::chrono::milliseconds timeout,
+                                                            bool hidden);
 /// The port `alive` listens on at `host`.
 task<expected<std::uint16_t, std::string>> epmd_lookup(process& self, std::string host,
                                                        std::string alive, std::uint16_t epmd,

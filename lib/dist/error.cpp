@@ -32,6 +32,8 @@ class dist_category_impl final : public std::error_category {
         return "the TLS certificate, key or CA file could not be used (the log says which)";
       case dist_errc::tls_unavailable:
         return "TLS distribution is not built into this library (BEAMLET_TLS is off)";
+      case dist_errc::not_visible:
+        return "global names need a started, visible node (node_options::hidden = false)";
     }
     return "unknown beamlet.dist error";
   }

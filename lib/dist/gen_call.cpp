@@ -19,7 +19,7 @@ term call_message(basic_process& self, const term& tag, term request) {
 // The tag is a reference of this node made from the monitor's ref (first word 1, which no
 // other reference of this node has), so it is unique and says which call a reply belongs to:
 // the connection hands such a reply over as the call's reply signal (deliver_to_local).
-term tag_of(basic_process& self, ref monitor) {
+term call_tag(basic_process& self, ref monitor) {
   reference r;
   const auto me = dist::self(self);
   r.node = me ? me->name : "nonode@nohost";
@@ -64,7 +64,7 @@ task<expected<term, exit_reason>> await_reply(process& self, ref mref, timeout_v
 task<expected<term, exit_reason>> call(process& self, pid server, term request,
                                        timeout_value timeout) {
   const ref mref = self.monitor(server);
-  term tag = tag_of(self, mref);
+  term tag = call_tag(self, mref);
   self.send(server, call_message(self, tag, std::move(request)));
   co_return co_await await_reply(self, mref, timeout);
 }
@@ -78,7 +78,7 @@ task<expected<term, exit_reason>> call(process& self, std::string name, std::str
     co_return co_await call(self, local, std::move(request), timeout);
   }
   const ref mref = self.monitor(name, node);
-  term tag = tag_of(self, mref);
+  term tag = call_tag(self, mref);
   self.send(name, node, call_message(self, tag, std::move(request)));
   co_return co_await await_reply(self, mref, timeout);
 }

@@ -224,6 +224,12 @@ void node_state::post_stop(const std::string& node, std::string why) {
     core::send_node(*rt_, it->second.process, core::make_message(conn_stop{std::move(why)}));
 }
 
+bool node_state::is_visible(std::string_view node) {
+  std::shared_lock lock(mu);
+  auto it = conns.find(node);
+  return it != conns.end() && it->second.established && it->second.visible;
+}
+
 void node_state::node_event(const std::string& node, bool up, bool was_up) {
   std::unique_lock lock(mu);
   // monitor_nodes: nodeup when a connection is made, nodedown only for one that was up.
@@ -250,8 +256,9 @@ task<> kernel_body(process& self, node_state& node, net::tcp_listener listener, 
   registration reg;
   if (node.opts.use_epmd) {
     std::string alive = node.self.name.substr(0, node.self.name.find('@'));
-    auto r = co_await epmd_register(self, std::move(alive), node.port,
-                                    epmd_port(node.opts.epmd_port), node.opts.connect_timeout);
+    auto r =
+        co_await epmd_register(self, std::move(alive), node.port, epmd_port(node.opts.epmd_port),
+                               node.opts.connect_timeout, node.opts.hidden);
     if (!r) {
       self.send(starter, kernel_ready{0, r.error()});
       co_return;
@@ -390,6 +397,12 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
     st.pg.clear();
   }
   st.pg_scope = me.spawn([sp](process& p) { return detail::pg_body(p, *sp); });
+  {
+    std::unique_lock lock(st.global.mu);
+    st.global.clear();
+  }
+  st.global_server =
+      opts.hidden ? pid() : me.spawn([sp](process& p) { return detail::global_body(p, *sp); });
   core::install_hook(rt.core(), &st);
   st.set_running(true);
   me.send(st.kernel, detail::kernel_go{});
@@ -404,9 +417,14 @@ bool stop(runtime& rt) {
   rt.exit(st.rex, exit_reason::kill());
   rt.exit(st.group_leader, exit_reason::kill());
   rt.exit(st.pg_scope, exit_reason::kill());
+  if (st.global_server) rt.exit(st.global_server, exit_reason::kill());  // its locker is linked
   {
     std::unique_lock lock(st.pg.mu);
     st.pg.clear();
+  }
+  {
+    std::unique_lock lock(st.global.mu);
+    st.global.clear();
   }
   {
     std::shared_lock lock(st.mu);
@@ -422,7 +440,9 @@ bool stop(runtime& rt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (int i = 0;
-       i < 500 && (rt.is_alive(st.kernel) || rt.is_alive(st.rex) || rt.is_alive(st.pg_scope)); ++i)
+       i < 500 && (rt.is_alive(st.kernel) || rt.is_alive(st.rex) || rt.is_alive(st.pg_scope) ||
+                   (st.global_server && rt.is_alive(st.global_server)));
+       ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return true;
 }
@@ -440,11 +460,17 @@ std::optional<node_info> self(basic_process& p) {
 }
 
 std::vector<std::string> nodes(runtime& rt) {
+  return nodes(rt, node_kind::connected);
+}
+
+std::vector<std::string> nodes(runtime& rt, node_kind kind) {
   auto& st = extension<detail::node_state>(rt);
   std::vector<std::string> out;
   std::shared_lock lock(st.mu);
   for (const auto& [name, e] : st.conns)
-    if (e.established) out.push_back(name);
+    if (e.established &&
+        (kind == node_kind::connected || e.visible == (kind == node_kind::visible)))
+      out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }

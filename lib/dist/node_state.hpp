@@ -25,8 +25,10 @@
 #include <beamlet/dist/node.hpp>
 #include <beamlet/net/tcp.hpp>
 
+#include "global_tables.hpp"
 #include "pg_groups.hpp"
 #include "tls.hpp"
+#include "wire.hpp"
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {
@@ -135,6 +137,7 @@ struct conn_entry {
   bool established = false;
   std::uint32_t peer_creation = 0;
   std::shared_ptr<outbox> box;
+  bool visible = false;  ///< both nodes published (neither hidden): `global` syncs with it
 };
 
 class node_state final : public runtime_extension, public beamlet::detail::remote_hooks {
@@ -157,10 +160,17 @@ class node_state final : public runtime_extension, public beamlet::detail::remot
   std::uint16_t port = 0;
   std::shared_ptr<tls_context> tls;  ///< with node_options::tls (set by start())
   pid kernel;
-  pid rex;           ///< serves rpc calls (rpc_client.cpp)
-  pid group_leader;  ///< what rpc_call names as the remote call's group leader
-  pid pg_scope;      ///< the pg scope process, registered as `pg` (pg.cpp)
-  pg_groups pg;      ///< its membership tables
+  pid rex;               ///< serves rpc calls (rpc_client.cpp)
+  pid group_leader;      ///< what rpc_call names as the remote call's group leader
+  pid pg_scope;          ///< the pg scope process, registered as `pg` (pg.cpp)
+  pg_groups pg;          ///< its membership tables
+  pid global_server;     ///< a visible node's `global_name_server` (global_server.cpp)
+  global_tables global;  ///< its names, locks and known nodes
+
+  /// The capability flags this node sends in its handshakes.
+  std::uint64_t our_flags() const { return flag::ours | (opts.hidden ? 0 : flag::published); }
+  /// Whether the connection to `node` is up and visible.
+  bool is_visible(std::string_view node);
   net::tcp_listener listener;
 
   void set_running(bool on) { running_.store(on, std::memory_order_release); }
@@ -261,6 +271,9 @@ task<> rex_body(process& self, node_state& node);
 task<> group_leader_body(process& self, node_state& node);
 /// The pg scope process (pg.cpp).
 task<> pg_body(process& self, node_state& node);
+/// A visible node's global name server, registered as `global_name_server`
+/// (global_server.cpp); it spawns and links its locker (global_locker.cpp).
+task<> global_body(process& self, node_state& node);
 
 /// What the kernel tells start() once the node is published (creation 0 and `error` set on
 /// failure); start() answers with kernel_go.

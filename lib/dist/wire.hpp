@@ -21,6 +21,7 @@ namespace dist::detail {
 
 // Distribution capability flags (OTP's DFLAG_*), only those this node speaks.
 namespace flag {
+inline constexpr std::uint64_t published = 0x1;
 inline constexpr std::uint64_t extended_references = 0x4;
 inline constexpr std::uint64_t dist_monitor = 0x8;
 inline constexpr std::uint64_t fun_tags = 0x10;
@@ -48,8 +49,8 @@ inline constexpr std::uint64_t required =
 /// node reduces monitors of our processes to nothing, the newer link and reference forms, and
 /// spawn requests (which is how rpc:call and erpc:call reach a node; beamlet serves the
 /// functions registered with register_rpc and refuses the rest), and fragments (the peer may
-/// send a large message in pieces; every packet then carries a distribution header). Not
-/// PUBLISHED (a hidden node), no atom cache, no aliases.
+/// send a large message in pieces; every packet then carries a distribution header). No atom
+/// cache, no aliases; PUBLISHED is added by a visible node (node_options::hidden = false).
 inline constexpr std::uint64_t ours = required | dist_monitor | dist_monitor_name |
                                       small_atom_tags | v4_nc | unlink_id | mandatory_25_digest |
                                       spawn | fragments;

@@ -1,8 +1,9 @@
 // A second beamlet node for the distribution tests, in its own OS process:
-//   dist_peer <node-name> <cookie> [seconds] [net_ticktime_ms]
+//   dist_peer <node-name> <cookie> [seconds] [net_ticktime_ms] [visible]
 // It registers `echo`, a process that answers {From, X} with {echoed, X, EchoPid}, forwards
-// {relay, To, Msg} as Msg to To, links to P on {link, P}, and ends with Reason on
-// {die, Reason}. It exits when `echo` ends or after `seconds` (default 60).
+// {relay, To, Msg} as Msg to To, links to P on {link, P}, ends with Reason on {die, Reason},
+// and registers itself as a global Name on {global_register, From, Name}, answering
+// {registered, yes | no | error}. It exits when `echo` ends or after `seconds` (default 60).
 #include <beamlet/core/runtime.hpp>
 #include <beamlet/core/scoped_process.hpp>
 #include <beamlet/dist.hpp>
@@ -17,7 +18,8 @@ using dist::term;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: dist_peer <node-name> <cookie> [seconds] [net_ticktime_ms]\n");
+    std::fprintf(stderr,
+                 "usage: dist_peer <node-name> <cookie> [seconds] [net_ticktime_ms] [visible]\n");
     return 2;
   }
   const int seconds = argc > 3 ? std::atoi(argv[3]) : 60;
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   o.long_names = std::string(argv[1]).find('.') != std::string::npos;
   o.listen_address = "127.0.0.1";
   if (argc > 4) o.net_ticktime = std::chrono::milliseconds(std::atoi(argv[4]));
+  if (argc > 5) o.hidden = std::string(argv[5]) != "visible";
   auto n = dist::start(rt, o);
   if (!n) {
     std::fprintf(stderr, "dist_peer: %s\n", n.error().message().c_str());
@@ -53,6 +56,12 @@ int main(int argc, char** argv) {
       } else if (t.size() == 2 && t[0].is_atom("link") && t[1].is_pid()) {
         self.trap_exit(false);
         self.link(t[1].pid());
+      } else if (t.size() == 3 && t[0].is_atom("global_register") && t[1].is_pid()) {
+        auto r = co_await dist::global::register_name(self, t[2], self.self());
+        self.send(t[1].pid(),
+                  term::make_tuple({term::make_atom("registered"), term::make_atom(!r   ? "error"
+                                                                                   : *r ? "yes"
+                                                                                        : "no")}));
       } else if (t.size() == 2 && t[0].is_atom("die")) {
         co_await self.exit(dist::reason_from_term(t[1]));
       }

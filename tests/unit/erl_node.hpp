@@ -193,11 +193,14 @@ class erl_node {
 /// `echo` process; killed (SIGKILL) and reaped when the object goes.
 class beamlet_peer {
  public:
+  /// `visible`: a visible node (node_options::hidden = false).
   explicit beamlet_peer(const std::string& base, std::string cookie = test_cookie(),
-                        int seconds = 120, int net_ticktime_ms = 60000)
+                        int seconds = 120, int net_ticktime_ms = 60000, bool visible = false)
       : name_(unique_node(base)) {
-    os_pid_ = spawn_child({BEAMLET_DIST_PEER, name_, std::move(cookie), std::to_string(seconds),
-                           std::to_string(net_ticktime_ms)});
+    std::vector<std::string> args = {BEAMLET_DIST_PEER, name_, std::move(cookie),
+                                     std::to_string(seconds), std::to_string(net_ticktime_ms)};
+    if (visible) args.emplace_back("visible");
+    os_pid_ = spawn_child(std::move(args));
   }
   ~beamlet_peer() { kill(); }
   beamlet_peer(const beamlet_peer&) = delete;

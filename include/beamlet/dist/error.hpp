@@ -27,6 +27,7 @@ enum class dist_errc {
   timed_out,            ///< registering with epmd took longer than connect_timeout
   tls_setup,            ///< node_options::tls: a certificate, key or CA file could not be used
   tls_unavailable,      ///< node_options::tls, in a library built without BEAMLET_TLS
+  not_visible,          ///< `global` needs a started, visible node (node_options::hidden = false)
 };
 
 const std::error_category& dist_category() noexcept;

@@ -34,10 +34,16 @@
 //
 // TLS (like `erl -proto_dist inet_tls`): node_options::tls, see tls.hpp.
 //
-// The node is hidden (like `erl -hidden`): Erlang nodes list it in nodes(hidden), `global`
-// ignores it, and every node that talks to it connects to it directly; its `pg` scope
-// introduces itself to theirs (pg.hpp). The cookie
-// authenticates, it does not encrypt: run plain distribution on a trusted network only.
+// Hidden or visible: by default the node is hidden (like `erl -hidden`): Erlang nodes list it
+// in nodes(hidden), `global` ignores it, and every node that talks to it connects to it
+// directly; its `pg` scope introduces itself to theirs (pg.hpp). With node_options::hidden =
+// false it is a visible node, as a plain `erl -name` is: a connection with another visible node
+// is visible (listed by nodes() on both sides), the node runs a `global` name server that
+// synchronises with the cluster's (global.hpp: names, locks, joining the fully connected
+// mesh, OTP 25's prevention of overlapping partitions), and Erlang's pg finds its scope.
+//
+// The cookie authenticates, it does not encrypt: run plain distribution on a trusted network
+// only.
 //
 // Thread-safety: every function may be called from any thread or process.
 #pragma once
@@ -111,6 +117,9 @@ struct node_options {
   std::size_t fragment_size = 64u << 10;
   /// Distribution over TLS (tls.hpp), for every connection of the node; none: plain TCP.
   std::optional<tls_options> tls;
+  /// A hidden node (`erl -hidden`); false: a visible one, which takes part in `global`
+  /// (global.hpp) and appears in other visible nodes' nodes().
+  bool hidden = true;
 };
 
 /// A node's identity once started.
@@ -131,8 +140,15 @@ bool stop(runtime& rt);
 std::optional<node_info> self(runtime& rt);
 std::optional<node_info> self(basic_process& p);
 
-/// The nodes this node is connected to now (erlang:nodes(connected)).
+/// The nodes this node is connected to now (erlang:nodes(connected)), sorted.
 std::vector<std::string> nodes(runtime& rt);
+/// Which connections nodes(rt, kind) lists.
+enum class node_kind : std::uint8_t {
+  connected,  ///< all (erlang:nodes(connected))
+  visible,    ///< those where both nodes are visible (erlang:nodes(visible), i.e. nodes())
+  hidden,     ///< the others (erlang:nodes(hidden))
+};
+std::vector<std::string> nodes(runtime& rt, node_kind kind);
 /// Connects to `node` now (net_kernel:connect_node/1); waits until the handshake is done.
 task<bool> connect_node(process& self, std::string node);
 /// Closes the connection to `node` (erlang:disconnect_node/1). From the moment it returns, the
