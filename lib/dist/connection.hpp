@@ -47,6 +47,8 @@ class connection {
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
+  /// Connects to the peer; tries again while the peer answers `nok` (it says it is connecting
+  /// to us) and its connection does not come, for at most handshake_timeout.
   task<bool> initiate();
   task<bool> accept(net::tcp_socket s);
   task<std::string> run();
@@ -59,6 +61,10 @@ class connection {
 
  private:
   // -- handshake --
+  /// One attempt of initiate(); sets `nok_unanswered_` when the peer said `nok` and its own
+  /// connection did not follow.
+  task<bool> initiate_once();
+  bool nok_unanswered_ = false;
   task<bool> accept_rest(std::uint64_t flags, std::uint32_t creation, std::string rest);
   bool established(std::uint64_t flags, std::uint32_t creation, std::string rest);
   void refuse(const std::string& why) {

@@ -101,6 +101,26 @@ task<std::string> connection::write(std::string_view bytes) {
 // -- handshake --------------------------------------------------------------------------------
 
 task<bool> connection::initiate() {
+  // A peer says `nok` when it has a connection to us pending: normally its own attempt, which
+  // comes to us next (a simultaneous connect). It may also be the end of a connection we have
+  // just closed that it has not finished tearing down, and then nothing comes: the attempt is
+  // made again rather than given up (with what it carries), until the peer's connection comes
+  // or the handshake time is spent.
+  const auto until = clock_type::now() + node_.opts.handshake_timeout;
+  for (;;) {
+    nok_unanswered_ = false;
+    if (co_await initiate_once()) co_return true;
+    if (!nok_unanswered_) co_return false;
+    node_.log(log_level::notice, "distribution: '" + peer_ +
+                                     "' said it is connecting to us, and did not: trying again");
+    if (clock_type::now() >= until) {
+      refuse("simultaneous connect: the peer's connection never came");
+      co_return false;
+    }
+  }
+}
+
+task<bool> connection::initiate_once() {
   registered_ = true;  // ensure_connection_locked registered us
   const node_options& o = node_.opts;
   const auto at = peer_.find('@');
@@ -145,9 +165,12 @@ task<bool> connection::initiate() {
     // which hands the socket to this process.
     sock_.close();
     tls_.reset();
-    auto s = co_await self_.receive(on<net::tcp_socket>(), after(o.handshake_timeout));
+    // The peer's connection is already under way when it says so: a short wait.
+    auto s = co_await self_.receive(on<net::tcp_socket>(),
+                                    after(std::min<std::chrono::milliseconds>(
+                                        o.handshake_timeout, std::chrono::milliseconds(500))));
     if (!s) {
-      refuse("simultaneous connect: the peer's connection never came");
+      nok_unanswered_ = true;
       co_return false;
     }
     sock_ = std::move(s.get<net::tcp_socket>());

@@ -22,22 +22,6 @@ node_state* visible_node(basic_process& self) {
   return st.running() && !st.opts.hidden ? &st : nullptr;
 }
 
-// `fun global:random_exit_name/3`, what global:register_name/2 passes as its resolver.
-const term& random_exit_name() {
-  static const term f = [] {
-    std::string b = "\x83\x71";  // 131, EXPORT_EXT
-    for (const std::string_view a :
-         {std::string_view("global"), std::string_view("random_exit_name")}) {
-      b += '\x77';  // SMALL_ATOM_UTF8_EXT
-      b += static_cast<char>(a.size());
-      b += a;
-    }
-    b += "\x61\x03";  // SMALL_INTEGER_EXT 3
-    return from_binary(b).value();
-  }();
-  return f;
-}
-
 std::string name_key(const term& t) {
   auto b = to_binary(t);
   return b ? std::move(*b) : std::string();
@@ -97,8 +81,8 @@ task<expected<bool, std::error_code>> register_name(process& self, term name, pi
                         [&](const auto& e) { return e.second.owner == p; });
   }
   if (free) {
-    term request =
-        term::make_tuple({term::make_atom("register"), name, term(p), random_exit_name()});
+    term request = term::make_tuple(
+        {term::make_atom("register"), name, term(p), detail::global_fun("random_exit_name")});
     (void)co_await detail::multi_call(self, nodes, std::move(request));
   }
   co_await detail::delete_global_lock(self, *st, id, std::move(nodes));

@@ -69,6 +69,19 @@ task<> del_lock(process& self, node_state&, const term& id, std::vector<std::str
   (void)co_await multi_call(self, std::move(nodes), std::move(request));
 }
 
+// `fun global:Name/3`, as Erlang encodes it.
+term global_fun(std::string_view name) {
+  std::string b = "\x83\x71";  // 131, EXPORT_EXT
+  for (const std::string_view a : {std::string_view("global"), name}) {
+    b += '\x77';  // SMALL_ATOM_UTF8_EXT
+    b += static_cast<char>(a.size());
+    b += a;
+  }
+  b += "\x61\x03";  // SMALL_INTEGER_EXT 3
+  auto t = from_binary(b);
+  return t ? std::move(*t) : term();
+}
+
 std::string boss_of(const std::vector<std::string>& nodes) {
   return nodes.empty() ? std::string() : *std::max_element(nodes.begin(), nodes.end());
 }

@@ -135,7 +135,7 @@ class server {
       }
     } else {
       lock_refs_.erase({w.key, w.owner});
-      remove_holder(w.key, w.owner);
+      if (remove_holder(w.key, w.owner) && w.key == global_key()) global_lock_down_ = true;
     }
   }
 
@@ -248,12 +248,13 @@ class server {
     }
     if (!tagged_tuple(init, 4, "locker") || !init[3].is_pid()) return;
     self_.send(locker_, locker_his{n, init[3].pid(), vsn, his_tag, r->second});
-    volatile_send(
-        n, term::make_tuple({atom_term("init_connect_ack"), atom_term(me_), his_tag, r->second}));
+    if (his_vsn >= 8)
+      volatile_send(
+          n, term::make_tuple({atom_term("init_connect_ack"), atom_term(me_), his_tag, r->second}));
     pending_[n] = his_vsn;
   }
 
-  void restart_connect(const std::string& n, const term& my_tag) {
+  void restart_connect(const std::string& n, term my_tag) {  // a copy: sync_[n] goes
     cancel_locker(n, my_tag);
     sync_.erase(n);
     pending_.erase(n);
@@ -309,18 +310,38 @@ class server {
         continue;
       }
       if (mine->owner == e[1].pid() || !(me_ < n)) continue;  // the same, or his to resolve
-      // A conflict, resolved here as global:random_exit_name does: the pid on the node that
-      // sorts first keeps the name, the other is killed.
+      // A conflict, resolved here by the name's resolver on our side, as OTP resolves it on
+      // the node of our pid: the three of the global module are known; any other (an Erlang
+      // fun cannot run here) deletes the name, as OTP does when a resolver returns none.
       const pid his = e[1].pid(), ours = mine->owner;
-      const bool his_wins = node_name(his) < node_name(ours);
-      node_.log(log_level::notice, "distribution: global: name conflict on " + e[0].to_string() +
-                                       ", killing " + term(his_wins ? ours : his).to_string());
-      self_.exit(his_wins ? ours : his, exit_reason::kill());
-      if (his_wins)
+      const bool his_first = node_name(his) < node_name(ours);
+      const pid keep = his_first ? his : ours, other = his_first ? ours : his;
+      std::optional<pid> winner;
+      if (mine->method == global_fun("random_exit_name")) {
+        self_.exit(other, exit_reason::kill());
+        winner = keep;
+      } else if (mine->method == global_fun("random_notify_name")) {
+        self_.send(other, term::make_tuple({atom_term("global_name_conflict"), e[0]}));
+        winner = keep;
+      } else {
+        if (mine->method == global_fun("notify_all_name")) {
+          self_.send(his, term::make_tuple({atom_term("global_name_conflict"), e[0], term(ours)}));
+          self_.send(ours, term::make_tuple({atom_term("global_name_conflict"), e[0], term(his)}));
+        }
+      }
+      node_.log(log_level::notice,
+                "distribution: global: name conflict on " + e[0].to_string() +
+                    (winner ? ", kept by " + term(*winner).to_string() : std::string(", deleted")));
+      if (!winner) {
+        const term del = term::make_tuple({atom_term("delete"), e[0]});
+        ops.push_back(del);
+        res.push_back(del);
+      } else if (*winner == his) {
         ops.push_back(insert);
-      else
+      } else {
         res.push_back(term::make_tuple(
             {atom_term("insert"), term::make_tuple({mine->name, term(ours), mine->method})}));
+      }
     }
     return {ops, res};
   }
@@ -364,7 +385,7 @@ class server {
     const term extra = term::make_list(
         {term::make_tuple({atom_term("vsn"), term(std::int64_t{s.vsn})}),
          term::make_tuple({atom_term("lock"), s.lock_id.value_or(atom_term("undefined"))})});
-    do_ops(ops);
+    do_ops(ops, extra);
     for (const std::string& c : his_nodes) {
       std::optional<term> tag = sync_[c].my_tag;
       pending_.erase(c);
@@ -499,7 +520,7 @@ class server {
     } else if (tagged_tuple(r, 6, "new_nodes")) {
       auto added = add_to_known(node_vsn_list(r[4]));
       sync_others(added);
-      if (r[2].is_list()) do_ops(r[2].elements());
+      if (r[2].is_list()) do_ops(r[2].elements(), r[5]);
     } else if (tagged_tuple(r, 3, "in_sync")) {
       auto n = atom_text(r[1]);
       if (!n) return;
@@ -525,9 +546,10 @@ class server {
     } else if (tagged_tuple(q, 2, "del_lock")) {
       del_lock(q[1], c.from.pid());
       reply(self_, c, atom_term("true"));
-    } else if ((tagged_tuple(q, 4, "register") || tagged_tuple(q, 6, "register_ext")) &&
+    } else if ((tagged_tuple(q, 4, "register") || tagged_tuple(q, 5, "register_ext")) &&
                q[2].is_pid()) {
       ins_name(q[1], q[2].pid(), q[3]);
+      if (!lock_held_by(c.from.pid())) delete_name(name_key(q[1]));  // too late: the lock went
       reply(self_, c, atom_term("yes"));
     } else if (tagged_tuple(q, 2, "unregister")) {
       delete_name(name_key(q[1]));
@@ -556,13 +578,42 @@ class server {
     return term::make_list(std::move(out));
   }
 
-  void do_ops(const term_list& ops) {
+  // `extra`: the sync's [{vsn, V}, {lock, LockId}]; names inserted while the `global` lock is
+  // held for another sync are taken out again (OTP's lock_still_set).
+  void do_ops(const term_list& ops, const term& extra) {
+    const bool still = lock_still_set(extra);
     for (const term& o : ops) {
-      if (tagged_tuple(o, 2, "insert") && o[1].is_tuple() && o[1].size() == 3 && o[1][1].is_pid())
+      if (tagged_tuple(o, 2, "insert") && o[1].is_tuple() && o[1].size() == 3 && o[1][1].is_pid()) {
         ins_name(o[1][0], o[1][1].pid(), o[1][2]);
-      else if (tagged_tuple(o, 2, "delete"))
+        if (!still) delete_name(name_key(o[1][0]));
+      } else if (tagged_tuple(o, 2, "delete")) {
         delete_name(name_key(o[1]));
+      }
     }
+  }
+
+  // The `global` lock is held by `holder`, or by nobody with no holder lost meanwhile.
+  bool lock_held_by(pid holder) {
+    std::shared_lock lock(g_.mu);
+    auto it = g_.locks.find(global_key());
+    if (it == g_.locks.end()) return !global_lock_down_;
+    const auto& h = it->second.holders;
+    return std::find(h.begin(), h.end(), holder) != h.end();
+  }
+  bool lock_still_set(const term& extra) {
+    const term* lock_id = nullptr;
+    if (extra.is_list())
+      for (const term& e : extra.elements())
+        if (tagged_tuple(e, 2, "lock")) lock_id = &e[1];
+    std::shared_lock lock(g_.mu);
+    auto it = g_.locks.find(global_key());
+    if (it == g_.locks.end()) return !global_lock_down_;
+    return lock_id && lock_id->is_tuple() && lock_id->size() == 2 &&
+           it->second.requester == (*lock_id)[1];
+  }
+  static const std::string& global_key() {
+    static const std::string k = name_key(term::make_atom("global"));
+    return k;
   }
 
   void ins_name(const term& name, pid owner, const term& method) {
@@ -622,15 +673,18 @@ class server {
       watches_.erase(r->second.value());
       lock_refs_.erase(r);
     }
-    remove_holder(key, holder);
+    if (remove_holder(key, holder) && key == global_key()) global_lock_down_ = false;
   }
 
-  void remove_holder(const std::string& key, pid holder) {
+  /// True if that was the last holder (the lock is gone).
+  bool remove_holder(const std::string& key, pid holder) {
     std::unique_lock lock(g_.mu);
     auto it = g_.locks.find(key);
-    if (it == g_.locks.end()) return;
+    if (it == g_.locks.end()) return false;
     std::erase(it->second.holders, holder);
-    if (it->second.holders.empty()) g_.locks.erase(it);
+    if (!it->second.holders.empty()) return false;
+    g_.locks.erase(it);
+    return true;
   }
 
   // -- helpers ----------------------------------------------------------------------------------
@@ -700,6 +754,7 @@ class server {
   std::int64_t next_tag_ = 1;
   std::int64_t next_op_ = 1;
   std::int64_t xcreation_ = 0;
+  bool global_lock_down_ = false;       // the last `global` lock ended with its holder
   std::set<std::string> up_;            // visible connections up, as nodeup said
   std::map<std::string, int> known_;    // synchronised nodes and their versions
   std::map<std::string, int> pending_;  // nodes being synchronised with

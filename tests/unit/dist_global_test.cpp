@@ -273,6 +273,36 @@ TEST(DistGlobal, TwoVisibleBeamletNodesShareNames) {
   EXPECT_EQ(node_of_name(rt1, "one"), n1->name);
 }
 
+TEST(DistGlobal, ANameHeldOnBothSidesIsResolvedAsOtpResolvesIt) {
+  REQUIRE_ERL();
+  // The beamlet node's name sorts first, so it resolves the conflict (the smaller node does):
+  // with global:random_exit_name/3, the pid on the node that sorts first keeps the name and
+  // the other is killed.
+  runtime rt;
+  auto n = dist::start(rt, visible("glob_a"));
+  ASSERT_TRUE(n);
+  scoped_process me(rt);
+  const pid ours = rt.spawn(park_forever);
+  register_in_process(me, term::make_atom("contested"), ours);
+  EXPECT_TRUE(register_result(me).is_atom("yes"));
+  erl_node erl("glob_z", std::vector<std::string>{
+                             "-eval",
+                             "P = spawn(fun() -> receive _ -> ok end end), register(theirs, P),"
+                             "yes = global:register_name(contested, P)."});
+  ASSERT_TRUE(erl.wait_up(me));  // connects: the two sync
+  EXPECT_TRUE(
+      eventually([&] { return erl.eval(me, "whereis(theirs).").is_atom("undefined"); }, 20s))
+      << "the Erlang holder was not killed";
+  EXPECT_TRUE(eventually(
+      [&] {
+        const term p = erl.eval(me, "global:whereis_name(contested).");
+        return p.is_pid() && p.pid() == ours;
+      },
+      20s));
+  EXPECT_EQ(dist::global::whereis_name(rt, term::make_atom("contested")), ours);
+  EXPECT_TRUE(rt.is_alive(ours));
+}
+
 TEST(DistGlobal, AHiddenNodeStaysOutOfGlobal) {
   REQUIRE_ERL();
   runtime rt;
