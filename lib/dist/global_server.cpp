@@ -22,6 +22,7 @@
 #include <beamlet/dist/node.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <set>
@@ -92,7 +93,10 @@ class server {
     handle_nodeup(n);
   }
   void nodedown(const std::string& n) {
-    if (up_.erase(n) == 0) return;
+    if (up_.erase(n) == 0) {
+      sync_.erase(n);  // what a hidden peer's global messages may have left
+      return;
+    }
     handle_nodedown(n, down_kind::disconnected);
   }
   void sync_failed_for(const std::string& n) {
@@ -468,11 +472,14 @@ class server {
     auto a = atom_text(t[1]), b = atom_text(t[4]);
     if (!a || !b || !t[3].is_integer()) return;
     const auto key = std::make_pair(*a, *b);
+    const auto now = std::chrono::steady_clock::now();
+    // Reports are kept an hour, as OTP keeps them.
+    std::erase_if(lost_, [&](const auto& e) { return now - e.second.at > std::chrono::hours(1); });
     if (auto it = lost_.find(key);
-        it != lost_.end() && it->second.first == t[2] && t[3].integer() <= it->second.second)
+        it != lost_.end() && it->second.xcreation == t[2] && t[3].integer() <= it->second.op)
       return;  // heard already
     multicast(t, *a);
-    lost_[key] = {t[2], t[3].integer()};
+    lost_[key] = lost_report{t[2], t[3].integer(), now};
     const std::string rm = me_ == *b ? *a : *b;
     if (!potentially_known(rm)) return;
     volatile_send(rm, term::make_tuple({atom_term("remove_connection"), atom_term(me_)}));
@@ -765,7 +772,12 @@ class server {
   std::unordered_map<std::uint64_t, watch> watches_;  // by monitor
   std::unordered_map<std::string, ref> name_refs_;
   std::map<std::pair<std::string, pid>, ref> lock_refs_;
-  std::map<std::pair<std::string, std::string>, std::pair<term, std::int64_t>> lost_;
+  struct lost_report {
+    term xcreation;
+    std::int64_t op = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::pair<std::string, std::string>, lost_report> lost_;  // by reporter, lost node
 };
 
 }  // namespace
