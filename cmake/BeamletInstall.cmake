@@ -19,9 +19,15 @@ install(EXPORT beamletTargets
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/beamletConfig.cmake.in
   ${PROJECT_BINARY_DIR}/beamletConfig.cmake
   INSTALL_DESTINATION ${BEAMLET_CMAKE_DIR})
+# Before 1.0 only the same minor version is compatible (docs/versioning.md).
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_beamlet_compatibility SameMinorVersion)
+else()
+  set(_beamlet_compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY ${_beamlet_compatibility})
 install(FILES
   ${PROJECT_BINARY_DIR}/beamletConfig.cmake
   ${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake

@@ -51,3 +51,5 @@
 // net and dist: sockets owned by processes; Erlang distribution.
 #include <beamlet/dist.hpp>
 #include <beamlet/net.hpp>
+
+#include <beamlet/version.hpp>

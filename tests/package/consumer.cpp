@@ -36,6 +36,12 @@ int main() {
   beamlet::logger::of(rt).flush();
   if (!beamlet::process_info(rt, me.self())) return 1;
   if (beamlet::prometheus_metrics(rt).find("beamlet_processes") == std::string::npos) return 1;
+  // The library linked is the version of the headers included.
+  if (std::string(beamlet::version().string) != BEAMLET_VERSION_STRING) {
+    std::printf("consumer: headers %s, library %s\n", BEAMLET_VERSION_STRING,
+                beamlet::version().string);
+    return 1;
+  }
   std::puts("consumer: pong received");
   return 0;
 }
