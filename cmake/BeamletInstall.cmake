@@ -33,6 +33,17 @@ install(FILES
   ${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake
   DESTINATION ${BEAMLET_CMAKE_DIR})
 
+# pkg-config (beamlet.pc), for builds that do not use CMake. The library is static unless
+# BUILD_SHARED_LIBS, so what it links is in Libs.private (pkg-config --static --libs).
+file(RELATIVE_PATH BEAMLET_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" BEAMLET_PC_TO_PREFIX "${BEAMLET_PC_TO_PREFIX}")
+set(BEAMLET_PC_PRIVATE_LIBS "")
+if(BEAMLET_TLS)
+  set(BEAMLET_PC_PRIVATE_LIBS "-lssl -lcrypto")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/beamlet.pc.in ${PROJECT_BINARY_DIR}/beamlet.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/beamlet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
 # Build-tree export: a consumer may point beamlet_DIR at the build directory.
 export(EXPORT beamletTargets
   FILE ${PROJECT_BINARY_DIR}/beamletTargets.cmake
