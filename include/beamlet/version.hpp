@@ -3,7 +3,8 @@
 // Semantic versioning (docs/versioning.md): before 1.0 a minor version may change the API and
 // the ABI, a patch version changes neither; from 1.0 on, only a major version breaks either.
 // This header is the one place the version is written: CMake reads it for project(VERSION),
-// the package's beamletConfigVersion.cmake and the shared library's SONAME.
+// the package's beamletConfigVersion.cmake, beamlet.pc and the shared library's SONAME.
+// beamlet/core/config.hpp includes it, so every public header has the macros.
 //
 // The macros say what a program was compiled against, version() what it runs with; a program
 // that loads a shared beamlet can compare the two. Thread-safety: version() may be called from
@@ -13,12 +14,12 @@
 #include <beamlet/core/config.hpp>
 
 #define BEAMLET_VERSION_MAJOR 0
-#define BEAMLET_VERSION_MINOR 1
+#define BEAMLET_VERSION_MINOR 2
 #define BEAMLET_VERSION_PATCH 0
 /// MAJOR * 10000 + MINOR * 100 + PATCH, for `#if BEAMLET_VERSION >= 200`.
 #define BEAMLET_VERSION \
   (BEAMLET_VERSION_MAJOR * 10000 + BEAMLET_VERSION_MINOR * 100 + BEAMLET_VERSION_PATCH)
-#define BEAMLET_VERSION_STRING "0.1.0"
+#define BEAMLET_VERSION_STRING "0.2.0"
 
 BEAMLET_BEGIN_NAMESPACE
 

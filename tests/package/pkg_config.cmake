@@ -1,8 +1,9 @@
 # cmake -DPKG_CONFIG=<pkg-config> -DPC_PATH=<dir of beamlet.pc> -DCXX=<compiler> -DFLAGS=<flags>
 #       -DSOURCE=<consumer.cpp> -DOUT=<work dir> -P pkg_config.cmake
 #
-# Builds the consumer with nothing but what the installed beamlet.pc says (pkg-config --static,
-# since the library is static), runs it, and prints its output for the test to match.
+# Builds the consumer (as C++20, with the build's own flags: a sanitizer's) with what the
+# installed beamlet.pc says (pkg-config --static, since the library is static), runs it, and
+# fails unless it ran to its end.
 if(NOT PKG_CONFIG)
   message(FATAL_ERROR "pkg-config is not installed (scripts/bootstrap installs it)")
 endif()
@@ -20,13 +21,17 @@ endif()
 separate_arguments(pc_flags UNIX_COMMAND "${pc}")
 separate_arguments(extra UNIX_COMMAND "${FLAGS}")
 file(MAKE_DIRECTORY ${OUT})
-execute_process(COMMAND ${CXX} ${extra} ${SOURCE} -o ${OUT}/consumer ${pc_flags}
+execute_process(COMMAND ${CXX} -std=c++20 ${extra} ${SOURCE} -o ${OUT}/consumer ${pc_flags}
   RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the consumer does not build with beamlet.pc's flags (${pc}):\n${err}")
 endif()
+# A shared beamlet is found where the package put it.
+execute_process(COMMAND ${PKG_CONFIG} --variable=libdir beamlet
+  OUTPUT_VARIABLE libdir OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(ENV{LD_LIBRARY_PATH} ${libdir})
 execute_process(COMMAND ${OUT}/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("beamlet ${version} through pkg-config: ${out}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the consumer failed (${rc}): ${err}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "consumer: pong received")
+  message(FATAL_ERROR "the consumer failed (${rc}): ${out}${err}")
 endif()

@@ -19,5 +19,10 @@ TEST(Version, TheLibraryIsTheVersionOfItsHeaders) {
   EXPECT_EQ(BEAMLET_VERSION, v.major * 10000 + v.minor * 100 + v.patch);
 }
 
+TEST(Version, CMakeReadTheHeadersVersion) {
+  // The package files and the SONAME come from what CMake read.
+  EXPECT_STREQ(BEAMLET_CMAKE_VERSION, BEAMLET_VERSION_STRING);
+}
+
 }  // namespace
 }  // namespace beamlet::test

@@ -1,13 +1,9 @@
-// beamlet/core/config.hpp: version and ABI namespace.
+// beamlet/core/config.hpp: the ABI namespace (and, through beamlet/version.hpp, the version).
 //
 // Everything public lives in `beamlet::v0` (an inline namespace), so the ABI version is part of
 // every mangled name: two incompatible beamlet builds linked into one program fail to link
 // instead of misbehaving at run time.
 #pragma once
-
-#define BEAMLET_VERSION_MAJOR 0
-#define BEAMLET_VERSION_MINOR 1
-#define BEAMLET_VERSION_PATCH 0
 
 #define BEAMLET_BEGIN_NAMESPACE \
   namespace beamlet {           \
@@ -24,3 +20,6 @@
 #define BEAMLET_TSAN 1
 #endif
 #endif
+
+// The version macros, written once there (after the namespace macros, which it uses).
+#include <beamlet/version.hpp>
