@@ -22,11 +22,6 @@ node_state* visible_node(basic_process& self) {
   return st.running() && !st.opts.hidden ? &st : nullptr;
 }
 
-std::string name_key(const term& t) {
-  auto b = to_binary(t);
-  return b ? std::move(*b) : std::string();
-}
-
 // OTP's random_sleep: longer and longer, at most 8 s.
 task<> random_sleep(process& self, int times) {
   static thread_local std::minstd_rand rng{std::random_device{}()};
@@ -76,7 +71,7 @@ task<expected<bool, std::error_code>> register_name(process& self, term name, pi
   bool free;
   {
     std::shared_lock lock(st->global.mu);
-    free = st->global.names.count(name_key(name)) == 0 &&
+    free = st->global.names.count(detail::global_tables::key(name)) == 0 &&
            std::none_of(st->global.names.begin(), st->global.names.end(),
                         [&](const auto& e) { return e.second.owner == p; });
   }
@@ -94,7 +89,8 @@ task<expected<void, std::error_code>> unregister_name(process& self, term name) 
   if (!st) co_return unexpected(std::error_code(dist_errc::not_visible));
   {
     std::shared_lock lock(st->global.mu);
-    if (st->global.names.count(name_key(name)) == 0) co_return expected<void, std::error_code>();
+    if (st->global.names.count(detail::global_tables::key(name)) == 0)
+      co_return expected<void, std::error_code>();
   }
   const term id = lock_id(self);
   std::vector<std::string> nodes = co_await lock_all_known(self, *st, id);
@@ -107,12 +103,7 @@ task<expected<void, std::error_code>> unregister_name(process& self, term name) 
 std::optional<pid> whereis_name(runtime& rt, const term& name) {
   auto& st = extension<node_state>(rt);
   if (!st.running()) return std::nullopt;
-  std::optional<pid> p;
-  {
-    std::shared_lock lock(st.global.mu);
-    auto it = st.global.names.find(name_key(name));
-    if (it != st.global.names.end()) p = it->second.owner;
-  }
+  const std::optional<pid> p = st.global.owner_of(name);
   // A local owner that has just ended is not returned (its DOWN may still be on its way).
   if (p && !p->is_remote() && !rt.is_alive(*p)) return std::nullopt;
   return p;
@@ -127,13 +118,7 @@ std::vector<term> registered_names(runtime& rt) {
 }
 
 bool send(basic_process& self, const term& name, term msg) {
-  auto& st = extension<node_state>(self);
-  std::optional<pid> p;
-  {
-    std::shared_lock lock(st.global.mu);
-    auto it = st.global.names.find(name_key(name));
-    if (it != st.global.names.end()) p = it->second.owner;
-  }
+  const std::optional<pid> p = extension<node_state>(self).global.owner_of(name);
   if (!p) return false;
   self.send(*p, std::move(msg));
   return true;

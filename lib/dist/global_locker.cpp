@@ -81,7 +81,7 @@ class locker {
   task<> lock_set_from_him(const term& t) {
     if (!t[2].is_atom("true")) co_return;
     const pid his = t[1].pid();
-    const std::string node = node_name_of(his);
+    const std::string node = node_name_of(node_, his);
     auto h = find(node);
     if (h == him_.end() || (t.size() == 5 && !(t[4] == h->my_tag))) {
       send_lock_set(false, his, 5, term(std::int64_t{0}));  // a stranger: refused, old style
@@ -116,7 +116,7 @@ class locker {
     // His answer, or the server's cancel.
     for (;;) {
       const auto from_him = [&](const term& t) {
-        return is_lock_set(t) && node_name_of(t[1].pid()) == him.node;
+        return is_lock_set(t) && node_name_of(node_, t[1].pid()) == him.node;
       };
       const auto cancel = [&](const locker_cancel& c) {
         return c.node == him.node && c.tag && *c.tag == him.my_tag;
@@ -190,7 +190,7 @@ class locker {
     if (vsn < 6)
       self_.send(his, std::move(msg));
     else
-      cast(self_, global_server_name, node_name_of(his), std::move(msg));
+      cast(self_, global_server_name, node_name_of(node_, his), std::move(msg));
   }
 
   // {global, lists:sort([self(), His])}: the same term on both sides.
@@ -214,10 +214,6 @@ class locker {
     std::vector<std::string> all = known_;
     all.push_back(me_);
     boss_ = boss_of(all);
-  }
-  std::string node_name_of(pid p) {
-    auto n = node_of(p);
-    return n ? n->name : me_;
   }
 
   process& self_;

@@ -14,17 +14,34 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace dist::detail {
 
-bool global_tables::global_lock_set() const {
-  static const std::string key = to_binary(term::make_atom("global")).value();
-  return locks.count(key) != 0;
+std::string global_tables::key(const term& t) {
+  auto b = to_binary(t);
+  return b ? std::move(*b) : std::string();
+}
+
+const std::string& global_tables::global_key() {
+  static const std::string k = key(term::make_atom("global"));
+  return k;
+}
+
+std::optional<pid> global_tables::owner_of(const term& name) const {
+  std::shared_lock lock(mu);
+  auto it = names.find(key(name));
+  if (it == names.end()) return std::nullopt;
+  return it->second.owner;
+}
+
+std::string node_name_of(const node_state& node, pid p) {
+  auto n = node_of(p);
+  return n ? n->name : node.self.name;
 }
 
 bool can_set_lock_here(node_state& node, const term& id) {
   if (!id.is_tuple() || id.size() != 2) return false;
-  auto key = to_binary(id[0]);
-  if (!key) return false;
+  const std::string key = global_tables::key(id[0]);
+  if (key.empty()) return false;
   std::shared_lock lock(node.global.mu);
-  auto it = node.global.locks.find(*key);
+  auto it = node.global.locks.find(key);
   return it == node.global.locks.end() || it->second.requester == id[1];
 }
 

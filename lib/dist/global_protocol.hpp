@@ -77,6 +77,8 @@ task<> delete_global_lock(process& self, node_state& node, const term& id,
 task<std::vector<std::pair<std::string, term>>> multi_call(process& self,
                                                            std::vector<std::string> nodes,
                                                            term request);
+/// The node of `p` (this node's name for a local pid).
+std::string node_name_of(const node_state& node, pid p);
 /// `fun global:Name/3` (the resolvers of name conflicts are such funs).
 term global_fun(std::string_view name);
 /// The boss of `nodes`: the greatest name (lists:max of atoms).

@@ -54,11 +54,6 @@ bool tagged_tuple(const term& t, std::size_t n, const char* tag) {
   return t.is_tuple() && t.size() == n && t[0].is_atom(tag);
 }
 
-std::string name_key(const term& t) {
-  auto b = to_binary(t);
-  return b ? std::move(*b) : std::string();
-}
-
 // Connects to `n` and tells its server this node is in sync (OTP's sync_other), or tells ours
 // that it could not.
 task<> sync_other(process& self, std::string n, pid srv, std::string me) {
@@ -139,7 +134,8 @@ class server {
       }
     } else {
       lock_refs_.erase({w.key, w.owner});
-      if (remove_holder(w.key, w.owner) && w.key == global_key()) global_lock_down_ = true;
+      if (remove_holder(w.key, w.owner) && w.key == global_tables::global_key())
+        global_lock_down_ = true;
     }
   }
 
@@ -306,7 +302,8 @@ class server {
       std::optional<global_tables::name_entry> mine;
       {
         std::shared_lock lock(g_.mu);
-        if (auto it = g_.names.find(name_key(e[0])); it != g_.names.end()) mine = it->second;
+        if (auto it = g_.names.find(global_tables::key(e[0])); it != g_.names.end())
+          mine = it->second;
       }
       const term insert = term::make_tuple({atom_term("insert"), e});
       if (!mine) {
@@ -556,10 +553,11 @@ class server {
     } else if ((tagged_tuple(q, 4, "register") || tagged_tuple(q, 5, "register_ext")) &&
                q[2].is_pid()) {
       ins_name(q[1], q[2].pid(), q[3]);
-      if (!lock_held_by(c.from.pid())) delete_name(name_key(q[1]));  // too late: the lock went
+      if (!lock_held_by(c.from.pid()))
+        delete_name(global_tables::key(q[1]));  // too late: the lock went
       reply(self_, c, atom_term("yes"));
     } else if (tagged_tuple(q, 2, "unregister")) {
-      delete_name(name_key(q[1]));
+      delete_name(global_tables::key(q[1]));
       reply(self_, c, atom_term("ok"));
     } else if (q.is_atom("get_known")) {
       reply(self_, c, known_list());
@@ -592,9 +590,9 @@ class server {
     for (const term& o : ops) {
       if (tagged_tuple(o, 2, "insert") && o[1].is_tuple() && o[1].size() == 3 && o[1][1].is_pid()) {
         ins_name(o[1][0], o[1][1].pid(), o[1][2]);
-        if (!still) delete_name(name_key(o[1][0]));
+        if (!still) delete_name(global_tables::key(o[1][0]));
       } else if (tagged_tuple(o, 2, "delete")) {
-        delete_name(name_key(o[1]));
+        delete_name(global_tables::key(o[1]));
       }
     }
   }
@@ -602,7 +600,7 @@ class server {
   // The `global` lock is held by `holder`, or by nobody with no holder lost meanwhile.
   bool lock_held_by(pid holder) {
     std::shared_lock lock(g_.mu);
-    auto it = g_.locks.find(global_key());
+    auto it = g_.locks.find(global_tables::global_key());
     if (it == g_.locks.end()) return !global_lock_down_;
     const auto& h = it->second.holders;
     return std::find(h.begin(), h.end(), holder) != h.end();
@@ -613,18 +611,14 @@ class server {
       for (const term& e : extra.elements())
         if (tagged_tuple(e, 2, "lock")) lock_id = &e[1];
     std::shared_lock lock(g_.mu);
-    auto it = g_.locks.find(global_key());
+    auto it = g_.locks.find(global_tables::global_key());
     if (it == g_.locks.end()) return !global_lock_down_;
     return lock_id && lock_id->is_tuple() && lock_id->size() == 2 &&
            it->second.requester == (*lock_id)[1];
   }
-  static const std::string& global_key() {
-    static const std::string k = name_key(term::make_atom("global"));
-    return k;
-  }
 
   void ins_name(const term& name, pid owner, const term& method) {
-    const std::string key = name_key(name);
+    const std::string key = global_tables::key(name);
     if (key.empty()) return;
     delete_name(key);
     const ref r = self_.monitor(owner);
@@ -646,7 +640,7 @@ class server {
 
   bool set_lock(const term& id, pid holder) {
     if (!id.is_tuple() || id.size() != 2) return false;
-    const std::string key = name_key(id[0]);
+    const std::string key = global_tables::key(id[0]);
     if (key.empty()) return false;
     {
       std::unique_lock lock(g_.mu);
@@ -669,7 +663,7 @@ class server {
 
   void del_lock(const term& id, pid holder) {
     if (!id.is_tuple() || id.size() != 2) return;
-    const std::string key = name_key(id[0]);
+    const std::string key = global_tables::key(id[0]);
     {
       std::shared_lock lock(g_.mu);
       auto it = g_.locks.find(key);
@@ -680,7 +674,7 @@ class server {
       watches_.erase(r->second.value());
       lock_refs_.erase(r);
     }
-    if (remove_holder(key, holder) && key == global_key()) global_lock_down_ = false;
+    if (remove_holder(key, holder) && key == global_tables::global_key()) global_lock_down_ = false;
   }
 
   /// True if that was the last holder (the lock is gone).
@@ -731,10 +725,7 @@ class server {
     g_.known = std::move(names);
   }
 
-  std::string node_name(pid p) const {
-    auto n = node_of(p);
-    return n ? n->name : me_;
-  }
+  std::string node_name(pid p) const { return node_name_of(node_, p); }
 
   // A send that never makes a connection (OTP's gns_volatile_send, noconnect).
   void volatile_send(const std::string& n, term msg) {

@@ -6,6 +6,7 @@
 
 #include <beamlet/core/config.hpp>
 
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -38,7 +39,13 @@ struct global_tables {
   /// The nodes synchronised with (OTP's known nodes), sorted.
   std::vector<std::string> known;
 
-  bool global_lock_set() const;
+  /// The key of a name or resource: its external format ("" for a term that has none).
+  static std::string key(const term& t);
+  /// The key of the `global` resource.
+  static const std::string& global_key();
+  /// Who holds `name`, if anyone (takes `mu`).
+  std::optional<pid> owner_of(const term& name) const;
+  bool global_lock_set() const { return locks.count(global_key()) != 0; }
   void clear() {
     names.clear();
     locks.clear();
