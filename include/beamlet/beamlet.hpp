@@ -1,8 +1,9 @@
-// beamlet/beamlet.hpp: the whole public API in one include, layer by layer (bottom up).
-//
-// Each layer's headers live in a folder of their own (beamlet/core/, otp/, observe/, net/,
-// dist/) and include only headers of their own layer and of the layers below it. Including a
-// single header instead of this one compiles faster; the API is the same.
+/// @file
+/// beamlet/beamlet.hpp: the whole public API in one include, layer by layer (bottom up).
+///
+/// Each layer's headers live in a folder of their own (beamlet/core/, otp/, observe/, net/,
+/// dist/) and include only headers of their own layer and of the layers below it. Including a
+/// single header instead of this one compiles faster; the API is the same.
 #pragma once
 
 // core: processes, mailboxes, selective receive, links and monitors, timers, names.

@@ -1,5 +1,6 @@
-// beamlet/dist.hpp: the distribution layer (Erlang terms and their external format, and nodes
-// that join an Erlang cluster). Including it costs nothing at run time until dist::start.
+/// @file
+/// beamlet/dist.hpp: the distribution layer (Erlang terms and their external format, and nodes
+/// that join an Erlang cluster). Including it costs nothing at run time until dist::start.
 #pragma once
 
 #include <beamlet/dist/error.hpp>

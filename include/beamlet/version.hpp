@@ -1,14 +1,15 @@
-// beamlet/version.hpp: the version of these headers, and of the library a program linked.
-//
-// Semantic versioning (docs/versioning.md): before 1.0 a minor version may change the API and
-// the ABI, a patch version changes neither; from 1.0 on, only a major version breaks either.
-// This header is the one place the version is written: CMake reads it for project(VERSION),
-// the package's beamletConfigVersion.cmake, beamlet.pc and the shared library's SONAME.
-// beamlet/core/config.hpp includes it, so every public header has the macros.
-//
-// The macros say what a program was compiled against, version() what it runs with; a program
-// that loads a shared beamlet can compare the two. Thread-safety: version() may be called from
-// any thread at any time, before or without a runtime.
+/// @file
+/// beamlet/version.hpp: the version of these headers, and of the library a program linked.
+///
+/// Semantic versioning (docs/versioning.md): before 1.0 a minor version may change the API and
+/// the ABI, a patch version changes neither; from 1.0 on, only a major version breaks either.
+/// This header is the one place the version is written: CMake reads it for project(VERSION),
+/// the package's beamletConfigVersion.cmake, beamlet.pc and the shared library's SONAME.
+/// beamlet/core/config.hpp includes it, so every public header has the macros.
+///
+/// The macros say what a program was compiled against, version() what it runs with; a program
+/// that loads a shared beamlet can compare the two. Thread-safety: version() may be called from
+/// any thread at any time, before or without a runtime.
 #pragma once
 
 #include <beamlet/core/config.hpp>

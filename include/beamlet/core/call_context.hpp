@@ -1,19 +1,20 @@
-// beamlet/core/call_context.hpp: one declaration for a call made from a process or from a thread.
-//
-// A management call (start_child, which_children, sys::suspend, ...) is made either from inside
-// a process, where it must not block a scheduler thread and is a task<T> to co_await, or from an
-// outside thread through its scoped_process, where it blocks the thread and returns T. Both run
-// the same protocol, so such a call is declared once, over its context:
-//
-//   template <call_context Ctx>
-//   static in_context<Ctx, child_counts> count_children(Ctx& self, supervisor_ref sup, ...);
-//
-//   child_counts c = co_await supervisor::count_children(self, sup);  // in a process
-//   child_counts c = supervisor::count_children(me, sup);             // on a thread
-//
-// Thread-safety and failure are those of the call: the context is used by its owner only (the
-// process running, or the thread owning the scoped_process), and a call's errors are the same
-// in both forms (thrown from the co_await, or from the blocking call).
+/// @file
+/// beamlet/core/call_context.hpp: one declaration for a call made from a process or from a thread.
+///
+/// A management call (start_child, which_children, sys::suspend, ...) is made either from inside
+/// a process, where it must not block a scheduler thread and is a task<T> to co_await, or from an
+/// outside thread through its scoped_process, where it blocks the thread and returns T. Both run
+/// the same protocol, so such a call is declared once, over its context:
+///
+///   template <call_context Ctx>
+///   static in_context<Ctx, child_counts> count_children(Ctx& self, supervisor_ref sup, ...);
+///
+///   child_counts c = co_await supervisor::count_children(self, sup);  // in a process
+///   child_counts c = supervisor::count_children(me, sup);             // on a thread
+///
+/// Thread-safety and failure are those of the call: the context is used by its owner only (the
+/// process running, or the thread owning the scoped_process), and a call's errors are the same
+/// in both forms (thrown from the co_await, or from the blocking call).
 #pragma once
 
 #include <concepts>

@@ -1,23 +1,24 @@
-// beamlet/core/clock.hpp: the time processes live in.
-//
-// A runtime reads time from one runtime_clock (runtime_options::clock). It governs what
-// processes wait for: receive timeouts inside processes, send_after timers, gen_server result
-// timeouts, start and shutdown timeouts run by processes, and the supervisors' restart
-// intensity windows. Outside threads (a scoped_process's blocking receive, runtime::wait, the
-// blocking forms of call and the supervisor API) always wait in real time: they live outside the
-// runtime.
-//
-// The default is the steady clock. A manual_clock makes a runtime's time virtual: it moves only
-// when a test calls advance(), which fires every timer that has become due before it returns
-// (delivery itself is asynchronous, as always). A test of "3 restarts within 5 s" then takes
-// microseconds, and cannot be flaky:
-//
-//   auto clock = std::make_shared<beamlet::manual_clock>();
-//   beamlet::runtime rt({.clock = clock});
-//   ... crash a child ...;  clock->advance(2100ms);  ... crash it again ...
-//
-// Thread-safety: now() and advance() may be called from any thread. One clock may serve several
-// runtimes; it must outlive them (the runtime holds a shared_ptr).
+/// @file
+/// beamlet/core/clock.hpp: the time processes live in.
+///
+/// A runtime reads time from one runtime_clock (runtime_options::clock). It governs what
+/// processes wait for: receive timeouts inside processes, send_after timers, gen_server result
+/// timeouts, start and shutdown timeouts run by processes, and the supervisors' restart
+/// intensity windows. Outside threads (a scoped_process's blocking receive, runtime::wait, the
+/// blocking forms of call and the supervisor API) always wait in real time: they live outside the
+/// runtime.
+///
+/// The default is the steady clock. A manual_clock makes a runtime's time virtual: it moves only
+/// when a test calls advance(), which fires every timer that has become due before it returns
+/// (delivery itself is asynchronous, as always). A test of "3 restarts within 5 s" then takes
+/// microseconds, and cannot be flaky:
+///
+///   auto clock = std::make_shared<beamlet::manual_clock>();
+///   beamlet::runtime rt({.clock = clock});
+///   ... crash a child ...;  clock->advance(2100ms);  ... crash it again ...
+///
+/// Thread-safety: now() and advance() may be called from any thread. One clock may serve several
+/// runtimes; it must outlive them (the runtime holds a shared_ptr).
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,9 @@
-// beamlet/core/config.hpp: the ABI namespace (and, through beamlet/version.hpp, the version).
-//
-// Everything public lives in `beamlet::v0` (an inline namespace), so the ABI version is part of
-// every mangled name: two incompatible beamlet builds linked into one program fail to link
-// instead of misbehaving at run time.
+/// @file
+/// beamlet/core/config.hpp: the ABI namespace (and, through beamlet/version.hpp, the version).
+///
+/// Everything public lives in `beamlet::v0` (an inline namespace), so the ABI version is part of
+/// every mangled name: two incompatible beamlet builds linked into one program fail to link
+/// instead of misbehaving at run time.
 #pragma once
 
 #define BEAMLET_BEGIN_NAMESPACE \

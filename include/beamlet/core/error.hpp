@@ -1,9 +1,10 @@
-// beamlet/core/error.hpp: error codes and exceptions.
-//
-// Expected failures (a name already taken, a name not registered) come back as
-// std::error_code values in the `beamlet` category; they are part of normal operation and
-// cheap to test. Misuse and resource exhaustion throw the exception types below, each derived
-// from a standard exception so generic handlers keep working.
+/// @file
+/// beamlet/core/error.hpp: error codes and exceptions.
+///
+/// Expected failures (a name already taken, a name not registered) come back as
+/// std::error_code values in the `beamlet` category; they are part of normal operation and
+/// cheap to test. Misuse and resource exhaustion throw the exception types below, each derived
+/// from a standard exception so generic handlers keep working.
 #pragma once
 
 #include <stdexcept>

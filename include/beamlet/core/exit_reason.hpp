@@ -1,17 +1,18 @@
-// beamlet/core/exit_reason.hpp: why a process ended, and the exception that ends one.
-//
-// An `exit_reason` is an immutable value. The reasons OTP gives meaning to have their own kinds
-// (`normal`, `shutdown`, `{shutdown, Detail}`, `kill`, `killed`, `noproc`); everything else is
-// either an escaped C++ exception (type name and `what()`) or a free-form error term. Copies are
-// cheap: the common reasons carry no payload, the others share one refcounted payload, so a
-// DOWN fan-out to 100k watchers copies no strings.
-//
-// A reason may also carry a value of a layer above the core (with_value): a reason that came
-// from another node keeps its term there (beamlet/dist), so that a pid, a reference or a
-// bitstring inside it survives being relayed to a third process or node. The value rides
-// along: comparisons and printing use the text, and value<T>() hands it back.
-//
-// Thread-safety: an exit_reason may be copied and read from any number of threads.
+/// @file
+/// beamlet/core/exit_reason.hpp: why a process ended, and the exception that ends one.
+///
+/// An `exit_reason` is an immutable value. The reasons OTP gives meaning to have their own kinds
+/// (`normal`, `shutdown`, `{shutdown, Detail}`, `kill`, `killed`, `noproc`); everything else is
+/// either an escaped C++ exception (type name and `what()`) or a free-form error term. Copies are
+/// cheap: the common reasons carry no payload, the others share one refcounted payload, so a
+/// DOWN fan-out to 100k watchers copies no strings.
+///
+/// A reason may also carry a value of a layer above the core (with_value): a reason that came
+/// from another node keeps its term there (beamlet/dist), so that a pid, a reference or a
+/// bitstring inside it survives being relayed to a third process or node. The value rides
+/// along: comparisons and printing use the text, and value<T>() hands it back.
+///
+/// Thread-safety: an exit_reason may be copied and read from any number of threads.
 #pragma once
 
 #include <cstdint>

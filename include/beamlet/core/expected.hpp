@@ -1,12 +1,13 @@
-// beamlet/core/expected.hpp: a value or an error, a C++20 subset of C++23's std::expected.
-//
-// Used by the supervisor management API, whose errors are expected outcomes (not_found,
-// already_started, running...) rather than exceptions. Accessing the wrong alternative throws
-// bad_expected_access. Besides has_value/value/error: value_or, and_then (chain another
-// operation that may fail) and transform (map the value), as in C++23:
-//
-//   auto n = (co_await supervisor::count_children(self, sup)).workers;      // plain value
-//   auto pid = r.transform([](const start_result& s) { return s.pid(); }).value_or(pid{});
+/// @file
+/// beamlet/core/expected.hpp: a value or an error, a C++20 subset of C++23's std::expected.
+///
+/// Used by the supervisor management API, whose errors are expected outcomes (not_found,
+/// already_started, running...) rather than exceptions. Accessing the wrong alternative throws
+/// bad_expected_access. Besides has_value/value/error: value_or, and_then (chain another
+/// operation that may fail) and transform (map the value), as in C++23:
+///
+///   auto n = (co_await supervisor::count_children(self, sup)).workers;      // plain value
+///   auto pid = r.transform([](const start_result& s) { return s.pid(); }).value_or(pid{});
 #pragma once
 
 #include <functional>

@@ -1,21 +1,22 @@
-// beamlet/core/extension.hpp: state that a library layer keeps per runtime.
-//
-// A layer built on the core (the supervisors' partition routing tables, and the observability,
-// network and distribution layers) sometimes needs one object per runtime, reachable from any
-// thread that holds the runtime or one of its processes. Instead of the core knowing about each
-// such layer, a layer derives its state from runtime_extension and asks for it by type, as CAF's
-// actor_system_module lets modules hang state on the actor system:
-//
-//   struct routing_tables final : beamlet::runtime_extension { ... };
-//   routing_tables& t = beamlet::extension<routing_tables>(rt);      // created on first use
-//
-// Guarantees: one instance per (runtime, type), created on first use with its default
-// constructor, then attached() to the runtime; thread-safe (concurrent first uses create it
-// once; attached() may itself look up other extensions); told when the runtime stops
-// (stopping()), destroyed with the runtime after every process has ended and every scheduler
-// thread has stopped (so an extension's destructor may not send or spawn). Looking one up takes
-// a short lock; cache the reference where it is hot. An exception from the constructor or from
-// attached() propagates and creates nothing.
+/// @file
+/// beamlet/core/extension.hpp: state that a library layer keeps per runtime.
+///
+/// A layer built on the core (the supervisors' partition routing tables, and the observability,
+/// network and distribution layers) sometimes needs one object per runtime, reachable from any
+/// thread that holds the runtime or one of its processes. Instead of the core knowing about each
+/// such layer, a layer derives its state from runtime_extension and asks for it by type, as CAF's
+/// actor_system_module lets modules hang state on the actor system:
+///
+///   struct routing_tables final : beamlet::runtime_extension { ... };
+///   routing_tables& t = beamlet::extension<routing_tables>(rt);      // created on first use
+///
+/// Guarantees: one instance per (runtime, type), created on first use with its default
+/// constructor, then attached() to the runtime; thread-safe (concurrent first uses create it
+/// once; attached() may itself look up other extensions); told when the runtime stops
+/// (stopping()), destroyed with the runtime after every process has ended and every scheduler
+/// thread has stopped (so an extension's destructor may not send or spawn). Looking one up takes
+/// a short lock; cache the reference where it is hot. An exception from the constructor or from
+/// attached() propagates and creates nothing.
 #pragma once
 
 #include <memory>

@@ -1,9 +1,10 @@
-// beamlet/core/ids.hpp: process identifiers (`pid`) and unique references (`ref`).
-//
-// Both are 64-bit value types: trivially copyable, totally ordered, hashable and printable in
-// Erlang's notation (`<0.42.0>`, `#Ref<0.7>`). A runtime never hands out the same pid or ref
-// twice, so a stale pid can never reach a newer process: sending to it is a silent no-op
-// (spec §1.1 rule 4). The default-constructed value is the null id, which names no process.
+/// @file
+/// beamlet/core/ids.hpp: process identifiers (`pid`) and unique references (`ref`).
+///
+/// Both are 64-bit value types: trivially copyable, totally ordered, hashable and printable in
+/// Erlang's notation (`<0.42.0>`, `#Ref<0.7>`). A runtime never hands out the same pid or ref
+/// twice, so a stale pid can never reach a newer process: sending to it is a silent no-op
+/// (spec §1.1 rule 4). The default-constructed value is the null id, which names no process.
 #pragma once
 
 #include <compare>

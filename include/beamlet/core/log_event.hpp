@@ -1,14 +1,15 @@
-// beamlet/core/log_event.hpp: what the runtime and its layers report, and at which level.
-//
-// Events are produced by the runtime itself (crash reports), by the behaviours (supervisor,
-// progress and gen_server reports) and by user code (beamlet::log in beamlet/observe/logger.hpp),
-// and consumed by the logger of the observability layer, which formats and writes them on its own
-// thread. This header only defines the event: a level, a time, the process it is about, and
-// either a plain message or a report (a kind and an ordered list of fields whose values are
-// written as Erlang terms, so the text looks like OTP's reports).
-//
-// Producing an event never blocks on I/O and never throws out of the runtime: when no logger
-// is installed, or the level is below the logger's, nothing is built at all.
+/// @file
+/// beamlet/core/log_event.hpp: what the runtime and its layers report, and at which level.
+///
+/// Events are produced by the runtime itself (crash reports), by the behaviours (supervisor,
+/// progress and gen_server reports) and by user code (beamlet::log in beamlet/observe/logger.hpp),
+/// and consumed by the logger of the observability layer, which formats and writes them on its own
+/// thread. This header only defines the event: a level, a time, the process it is about, and
+/// either a plain message or a report (a kind and an ordered list of fields whose values are
+/// written as Erlang terms, so the text looks like OTP's reports).
+///
+/// Producing an event never blocks on I/O and never throws out of the runtime: when no logger
+/// is installed, or the level is below the logger's, nothing is built at all.
 #pragma once
 
 #include <chrono>

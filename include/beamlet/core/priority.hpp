@@ -1,26 +1,27 @@
-// beamlet/core/priority.hpp: priority messages (EEP 76, OTP 28).
-//
-// A process makes a priority alias (process::priority_alias) and hands it out; messages sent
-// through it, and exit signals sent to it, are received ahead of every ordinary message, whatever
-// the ordinary queue holds. That is what lets an operator reach a process that is drowning: a
-// supervisor with a million start requests queued still answers a priority which_children at
-// once.
-//
-// Semantics, as EEP 76:
-//  * A receive looks at the priority messages first (in their arrival order), then at the
-//    ordinary queue as usual. Priority messages from one sender keep their order; relative to
-//    that sender's ordinary messages they may overtake (that is the point).
-//  * Only an active alias delivers: after unalias, or once the owner has exited, messages sent
-//    through it are dropped, as a send to a dead pid is.
-//  * A priority exit signal acts as any exit signal; when the owner traps exits, its exit_message
-//    is a priority message.
-//  * A priority alias is not a pid: only the holders of it can send with priority. A process
-//    may publish one alias (published_priority_alias finds it by pid) so that library code,
-//    like a supervisor's management functions, can reach it without a handshake; the published
-//    alias stays active as long as the process. Publishing is a choice of trust: anyone can
-//    then send with priority, and priority messages are never bounded (a bounded mailbox does
-//    not count them), so keep them for management and out of the hot path.
-// Processes that never make an alias pay nothing for the feature (one test per receive).
+/// @file
+/// beamlet/core/priority.hpp: priority messages (EEP 76, OTP 28).
+///
+/// A process makes a priority alias (process::priority_alias) and hands it out; messages sent
+/// through it, and exit signals sent to it, are received ahead of every ordinary message, whatever
+/// the ordinary queue holds. That is what lets an operator reach a process that is drowning: a
+/// supervisor with a million start requests queued still answers a priority which_children at
+/// once.
+///
+/// Semantics, as EEP 76:
+///  * A receive looks at the priority messages first (in their arrival order), then at the
+///    ordinary queue as usual. Priority messages from one sender keep their order; relative to
+///    that sender's ordinary messages they may overtake (that is the point).
+///  * Only an active alias delivers: after unalias, or once the owner has exited, messages sent
+///    through it are dropped, as a send to a dead pid is.
+///  * A priority exit signal acts as any exit signal; when the owner traps exits, its exit_message
+///    is a priority message.
+///  * A priority alias is not a pid: only the holders of it can send with priority. A process
+///    may publish one alias (published_priority_alias finds it by pid) so that library code,
+///    like a supervisor's management functions, can reach it without a handshake; the published
+///    alias stays active as long as the process. Publishing is a choice of trust: anyone can
+///    then send with priority, and priority messages are never bounded (a bounded mailbox does
+///    not count them), so keep them for management and out of the hot path.
+/// Processes that never make an alias pay nothing for the feature (one test per receive).
 #pragma once
 
 #include <compare>

@@ -1,25 +1,26 @@
-// beamlet/core/process.hpp: what a process can do.
-//
-// A process is a coroutine with a mailbox. Its body is any callable `task<>(process&)`; the
-// callable (with its captures) lives as long as the process. The body runs on one scheduler
-// thread at a time, may move between threads at any suspension point, and is never preempted
-// between suspension points: a long computation should `co_await self.yield()` now and then.
-//
-// Guarantees (rule numbers refer to docs/spec.md):
-//  * Ordering: signals from one sender to one receiver are observed in send order, whatever
-//    their kind: messages, exit signals, link/unlink and DOWNs (§1.1 rule 1). Everything a
-//    process sent before it died reaches a watcher before the DOWN/EXIT caused by its death
-//    (rule 3).
-//  * Sending never fails and never blocks: a message to a dead pid is dropped (rule 4).
-//  * A process ends when its body returns (reason `normal`), when it co_awaits `exit(reason)`,
-//    when an exception escapes its body (kind::exception with type and what()), or when an exit
-//    signal kills it (§2). Its coroutine frames are destroyed then, running the destructors of
-//    every local, before its links and monitors are notified.
-//  * An exit signal that kills a process takes effect at its next suspension point (receive,
-//    yield, sleep); a process blocked in receive is woken for it.
-//
-// Thread-safety: a `process&` may only be used by the process itself, inside its body. Other
-// threads use `runtime` (or a `scoped_process`), addressing the process by pid.
+/// @file
+/// beamlet/core/process.hpp: what a process can do.
+///
+/// A process is a coroutine with a mailbox. Its body is any callable `task<>(process&)`; the
+/// callable (with its captures) lives as long as the process. The body runs on one scheduler
+/// thread at a time, may move between threads at any suspension point, and is never preempted
+/// between suspension points: a long computation should `co_await self.yield()` now and then.
+///
+/// Guarantees (rule numbers refer to docs/spec.md):
+///  * Ordering: signals from one sender to one receiver are observed in send order, whatever
+///    their kind: messages, exit signals, link/unlink and DOWNs (§1.1 rule 1). Everything a
+///    process sent before it died reaches a watcher before the DOWN/EXIT caused by its death
+///    (rule 3).
+///  * Sending never fails and never blocks: a message to a dead pid is dropped (rule 4).
+///  * A process ends when its body returns (reason `normal`), when it co_awaits `exit(reason)`,
+///    when an exception escapes its body (kind::exception with type and what()), or when an exit
+///    signal kills it (§2). Its coroutine frames are destroyed then, running the destructors of
+///    every local, before its links and monitors are notified.
+///  * An exit signal that kills a process takes effect at its next suspension point (receive,
+///    yield, sleep); a process blocked in receive is woken for it.
+///
+/// Thread-safety: a `process&` may only be used by the process itself, inside its body. Other
+/// threads use `runtime` (or a `scoped_process`), addressing the process by pid.
 #pragma once
 
 #include <chrono>

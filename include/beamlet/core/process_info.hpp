@@ -1,19 +1,20 @@
-// beamlet/core/process_info.hpp: erlang:process_info/1 and erlang:processes/0 for beamlet
-// processes.
-//
-// process_info reads a process from any thread without its cooperation: a process that is busy
-// running, or parked with a million messages queued, answers in microseconds, because nothing it
-// owns is walked. Its counters (queue length, including messages not yet taken from the inbox;
-// messages received and examined; reductions; memory) are read at any time. Its lists (links,
-// monitors, what it is waiting for) belong to it; another thread can read them only while the
-// process is parked in a receive, which is held for the few microseconds of the read (a message
-// arriving meanwhile is queued and the process woken right after). For a process caught running,
-// the lists are left empty and `complete` is false; a process asking about itself always gets
-// them. The answer is a snapshot: by the time it is read, the process may have moved on (and
-// a queue length read while the process moves a batch of arrivals from its inbox to its queue
-// may be off by that batch).
-//
-// Results are values; a pid that is not alive (or the null pid) gives std::nullopt. Thread-safe.
+/// @file
+/// beamlet/core/process_info.hpp: erlang:process_info/1 and erlang:processes/0 for beamlet
+/// processes.
+///
+/// process_info reads a process from any thread without its cooperation: a process that is busy
+/// running, or parked with a million messages queued, answers in microseconds, because nothing it
+/// owns is walked. Its counters (queue length, including messages not yet taken from the inbox;
+/// messages received and examined; reductions; memory) are read at any time. Its lists (links,
+/// monitors, what it is waiting for) belong to it; another thread can read them only while the
+/// process is parked in a receive, which is held for the few microseconds of the read (a message
+/// arriving meanwhile is queued and the process woken right after). For a process caught running,
+/// the lists are left empty and `complete` is false; a process asking about itself always gets
+/// them. The answer is a snapshot: by the time it is read, the process may have moved on (and
+/// a queue length read while the process moves a batch of arrivals from its inbox to its queue
+/// may be off by that batch).
+///
+/// Results are values; a pid that is not alive (or the null pid) gives std::nullopt. Thread-safe.
 #pragma once
 
 #include <cstddef>

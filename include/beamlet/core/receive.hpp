@@ -1,42 +1,43 @@
-// beamlet/core/receive.hpp: selective receive clauses and results.
-//
-// A receive lists clauses in priority order:
-//
-//   auto m = co_await self.receive(on<ping>(),                      // any ping
-//                                  on<job>().when(is_urgent),      // a job passing a guard
-//                                  after(5s));                     // give up after 5 s
-//   if (auto* p = m.get_if<ping>()) ...; else if (m.timed_out()) ...
-//
-// Semantics are Erlang's (spec §1.2): the OLDEST message matching ANY clause is taken (for
-// each message in queue order the clauses are tried top to bottom); messages that match nothing
-// stay queued in their original order; a blocked receive only tests messages that arrive after
-// it blocked; the next receive starts again at the head of the queue. `after(0)` polls once and
-// never blocks; `after(infinity)` is the same as no `after`; a receive with only `after(t)` is a
-// sleep. Timeouts follow beamlet/core/timeout.hpp: negative or NaN is an error, overlong is
-// infinity.
-//
-// Clause matching is by exact type: `on<T>` matches a message sent as T (after decay), not a
-// type derived from T. Guards take `const T&` and must not have side effects that matter: like
-// Erlang guards they may run on messages that are then left in the queue. A guard that throws
-// makes the receive throw that exception.
-//
-// Two result styles:
-//  * value style (no clause has a handler): the receive yields `received<T...>`, which owns the
-//    matched message;
-//  * handler style (every clause has a handler, and `after` too if present): the matched clause's
-//    handler runs with the message as an rvalue and the receive yields the handlers' common
-//    return type. For a message type whose move constructor may throw, the message is first
-//    moved out of the mailbox with the strong guarantee (if that move throws, the message stays
-//    queued where it was and the receive throws); the handler then gets that moved-out value,
-//    and an exception from there on (the handler's own parameter copy included) is the
-//    handler's: the message is consumed, as in Erlang once a clause has matched.
-//
-// Cost model (spec §1.3): a receive that matches nothing has examined every queued message;
-// that is deliberate, it is how BEAM behaves and what the supervisor meltdown is made of. A
-// receive that starts with `since(r)`, where r was made with `make_ref(marked)` or
-// `monitor(p, marked)`, skips every message queued before r existed. Only use it when every
-// clause can match nothing but messages carrying r (OTP's condition, rule 14); a catch-all
-// clause is rejected at compile time (rule 15).
+/// @file
+/// beamlet/core/receive.hpp: selective receive clauses and results.
+///
+/// A receive lists clauses in priority order:
+///
+///   auto m = co_await self.receive(on<ping>(),                      // any ping
+///                                  on<job>().when(is_urgent),      // a job passing a guard
+///                                  after(5s));                     // give up after 5 s
+///   if (auto* p = m.get_if<ping>()) ...; else if (m.timed_out()) ...
+///
+/// Semantics are Erlang's (spec §1.2): the OLDEST message matching ANY clause is taken (for
+/// each message in queue order the clauses are tried top to bottom); messages that match nothing
+/// stay queued in their original order; a blocked receive only tests messages that arrive after
+/// it blocked; the next receive starts again at the head of the queue. `after(0)` polls once and
+/// never blocks; `after(infinity)` is the same as no `after`; a receive with only `after(t)` is a
+/// sleep. Timeouts follow beamlet/core/timeout.hpp: negative or NaN is an error, overlong is
+/// infinity.
+///
+/// Clause matching is by exact type: `on<T>` matches a message sent as T (after decay), not a
+/// type derived from T. Guards take `const T&` and must not have side effects that matter: like
+/// Erlang guards they may run on messages that are then left in the queue. A guard that throws
+/// makes the receive throw that exception.
+///
+/// Two result styles:
+///  * value style (no clause has a handler): the receive yields `received<T...>`, which owns the
+///    matched message;
+///  * handler style (every clause has a handler, and `after` too if present): the matched clause's
+///    handler runs with the message as an rvalue and the receive yields the handlers' common
+///    return type. For a message type whose move constructor may throw, the message is first
+///    moved out of the mailbox with the strong guarantee (if that move throws, the message stays
+///    queued where it was and the receive throws); the handler then gets that moved-out value,
+///    and an exception from there on (the handler's own parameter copy included) is the
+///    handler's: the message is consumed, as in Erlang once a clause has matched.
+///
+/// Cost model (spec §1.3): a receive that matches nothing has examined every queued message;
+/// that is deliberate, it is how BEAM behaves and what the supervisor meltdown is made of. A
+/// receive that starts with `since(r)`, where r was made with `make_ref(marked)` or
+/// `monitor(p, marked)`, skips every message queued before r existed. Only use it when every
+/// clause can match nothing but messages carrying r (OTP's condition, rule 14); a catch-all
+/// clause is rejected at compile time (rule 15).
 #pragma once
 
 #include <chrono>

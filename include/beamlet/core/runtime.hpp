@@ -1,21 +1,22 @@
-// beamlet/core/runtime.hpp: the runtime: schedulers, process table, names and timers.
-//
-// A runtime owns N scheduler threads (default: one per hardware thread), the table of live
-// processes, the name registry and one timer thread. Every member function is thread-safe and
-// may be called from any thread, process or not; operations that need a process identity
-// (monitoring, waiting for a reply) are done from outside threads through beamlet::scoped_process.
-//
-// Shutdown (explicit, or by the destructor) sends every process an exit signal `shutdown`,
-// gives them `shutdown_grace` to finish (trapping processes get exit_message{null pid,
-// shutdown} and may clean up), then ends the rest with reason `shutdown` without running them
-// again, joins every thread and frees every process, message and timer. Scoped processes must be
-// destroyed before their runtime. Whatever processes point at must outlive them: an object
-// declared after the runtime in the same scope is destroyed while the processes still run, so
-// call shutdown() before it goes (processes spawned outside a supervision tree, for instance,
-// are still running when the tree has stopped). An idle runtime uses no CPU: schedulers park
-// on a futex until their earliest timer (receive timeouts, and send_after timers armed by their
-// processes), and the timer thread (send_after timers armed from other threads) sleeps until
-// its earliest deadline.
+/// @file
+/// beamlet/core/runtime.hpp: the runtime: schedulers, process table, names and timers.
+///
+/// A runtime owns N scheduler threads (default: one per hardware thread), the table of live
+/// processes, the name registry and one timer thread. Every member function is thread-safe and
+/// may be called from any thread, process or not; operations that need a process identity
+/// (monitoring, waiting for a reply) are done from outside threads through beamlet::scoped_process.
+///
+/// Shutdown (explicit, or by the destructor) sends every process an exit signal `shutdown`,
+/// gives them `shutdown_grace` to finish (trapping processes get exit_message{null pid,
+/// shutdown} and may clean up), then ends the rest with reason `shutdown` without running them
+/// again, joins every thread and frees every process, message and timer. Scoped processes must be
+/// destroyed before their runtime. Whatever processes point at must outlive them: an object
+/// declared after the runtime in the same scope is destroyed while the processes still run, so
+/// call shutdown() before it goes (processes spawned outside a supervision tree, for instance,
+/// are still running when the tree has stopped). An idle runtime uses no CPU: schedulers park
+/// on a futex until their earliest timer (receive timeouts, and send_after timers armed by their
+/// processes), and the timer thread (send_after timers armed from other threads) sleeps until
+/// its earliest deadline.
 #pragma once
 
 #include <chrono>

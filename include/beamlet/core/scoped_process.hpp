@@ -1,23 +1,24 @@
-// beamlet/core/scoped_process.hpp: a process identity for a plain thread.
-//
-// A scoped_process gives a thread that is not a process (main, a test, a service's own threads)
-// a pid and a message queue, so it can do what a process does: receive replies with a timeout,
-// monitor and link to processes, trap exits, register a name. `receive` blocks the calling thread
-// with the same selective-receive semantics as a process's co_await receive.
-//
-//   beamlet::scoped_process me(rt);
-//   rt.send(server, request{me.self()});
-//   auto r = me.receive(on<reply>(), after(1s));     // blocks up to one second
-//
-// It is scoped: the identity lives as long as the object (CAF calls the same thing a
-// scoped_actor). Before 0.2 it was called `mailbox`, a word that also names every process's
-// message queue (mailbox_limit, spawn_options::mailbox); `mailbox` is kept as a deprecated alias
-// until 0.3.
-//
-// Thread-safety: like a process, a scoped_process has one owner; use it from one thread at a
-// time. Its pid may be sent anywhere. When it is destroyed it exits with reason `normal` (links
-// and monitors fire). If an exit signal kills it (it is linked and does not trap exits), the
-// next receive throws exit_exception with the reason. It must not outlive its runtime.
+/// @file
+/// beamlet/core/scoped_process.hpp: a process identity for a plain thread.
+///
+/// A scoped_process gives a thread that is not a process (main, a test, a service's own threads)
+/// a pid and a message queue, so it can do what a process does: receive replies with a timeout,
+/// monitor and link to processes, trap exits, register a name. `receive` blocks the calling thread
+/// with the same selective-receive semantics as a process's co_await receive.
+///
+///   beamlet::scoped_process me(rt);
+///   rt.send(server, request{me.self()});
+///   auto r = me.receive(on<reply>(), after(1s));     // blocks up to one second
+///
+/// It is scoped: the identity lives as long as the object (CAF calls the same thing a
+/// scoped_actor). Before 0.2 it was called `mailbox`, a word that also names every process's
+/// message queue (mailbox_limit, spawn_options::mailbox); `mailbox` is kept as a deprecated alias
+/// until 0.3.
+///
+/// Thread-safety: like a process, a scoped_process has one owner; use it from one thread at a
+/// time. Its pid may be sent anywhere. When it is destroyed it exits with reason `normal` (links
+/// and monitors fire). If an exit signal kills it (it is linked and does not trap exits), the
+/// next receive throws exit_exception with the reason. It must not outlive its runtime.
 #pragma once
 
 #include <coroutine>

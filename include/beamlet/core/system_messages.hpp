@@ -1,10 +1,11 @@
-// beamlet/core/system_messages.hpp: the messages the runtime itself delivers.
-//
-// `down` is Erlang's {'DOWN', Ref, process, Object, Reason}: exactly one per monitor, after every
-// message the dead process sent to the watcher (spec §3 rule 2, §1.1 rule 3).
-// `exit_message` is {'EXIT', From, Reason}: what an exit signal becomes in a process that traps
-// exits (spec §2 rule 6). Both are ordinary message types: match them with on<down>() and
-// on<exit_message>().
+/// @file
+/// beamlet/core/system_messages.hpp: the messages the runtime itself delivers.
+///
+/// `down` is Erlang's {'DOWN', Ref, process, Object, Reason}: exactly one per monitor, after every
+/// message the dead process sent to the watcher (spec §3 rule 2, §1.1 rule 3).
+/// `exit_message` is {'EXIT', From, Reason}: what an exit signal becomes in a process that traps
+/// exits (spec §2 rule 6). Both are ordinary message types: match them with on<down>() and
+/// on<exit_message>().
 #pragma once
 
 #include <chrono>

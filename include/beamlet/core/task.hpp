@@ -1,26 +1,27 @@
-// beamlet/core/task.hpp: the coroutine type of process bodies and their helpers.
-//
-// A `task<T>` is lazy: nothing runs until it is co_awaited (or, for a process body, until the
-// scheduler first runs the process). Awaiting a task transfers control to it symmetrically and
-// resumes the awaiter when it finishes, without growing the thread's stack, so helpers may nest
-// to any depth and may themselves co_await a receive. An exception escaping a task is rethrown
-// in its awaiter; one escaping the process body ends the process (exit_reason::exception).
-//
-// The transfer is a tail call only when the compiler makes it one (not at -O0, not under
-// sanitizers), so beamlet also bounds the stack itself: when a chain of transfers inside a
-// running process has used stack_budget bytes, the next transfer is handed to the scheduler,
-// which continues it from the bottom of the stack. Programs see only an extra yield.
-//
-// Awaiting a task costs one reduction of the process's budget (runtime_options::reductions),
-// like a receive: a process whose budget is spent yields at the co_await, even when the task
-// would have completed or thrown without suspending, so no loop of co_awaits can keep a
-// scheduler thread from the other processes.
-//
-// Destroying a suspended task destroys its frame and, through the awaited-task objects its frame
-// holds, every frame below it: that is how a killed process runs the destructors of all its
-// coroutine locals. Frames are allocated with beamlet's size-class allocator.
-//
-// Thread-safety: a task is owned by one process and runs on one thread at a time.
+/// @file
+/// beamlet/core/task.hpp: the coroutine type of process bodies and their helpers.
+///
+/// A `task<T>` is lazy: nothing runs until it is co_awaited (or, for a process body, until the
+/// scheduler first runs the process). Awaiting a task transfers control to it symmetrically and
+/// resumes the awaiter when it finishes, without growing the thread's stack, so helpers may nest
+/// to any depth and may themselves co_await a receive. An exception escaping a task is rethrown
+/// in its awaiter; one escaping the process body ends the process (exit_reason::exception).
+///
+/// The transfer is a tail call only when the compiler makes it one (not at -O0, not under
+/// sanitizers), so beamlet also bounds the stack itself: when a chain of transfers inside a
+/// running process has used stack_budget bytes, the next transfer is handed to the scheduler,
+/// which continues it from the bottom of the stack. Programs see only an extra yield.
+///
+/// Awaiting a task costs one reduction of the process's budget (runtime_options::reductions),
+/// like a receive: a process whose budget is spent yields at the co_await, even when the task
+/// would have completed or thrown without suspending, so no loop of co_awaits can keep a
+/// scheduler thread from the other processes.
+///
+/// Destroying a suspended task destroys its frame and, through the awaited-task objects its frame
+/// holds, every frame below it: that is how a killed process runs the destructors of all its
+/// coroutine locals. Frames are allocated with beamlet's size-class allocator.
+///
+/// Thread-safety: a task is owned by one process and runs on one thread at a time.
 #pragma once
 
 #include <atomic>

@@ -1,31 +1,32 @@
-// beamlet/core/testing.hpp: what you need to test your own processes.
-//
-// Independent of any test framework: a failed assertion throws testing::assertion_failure (a
-// std::logic_error) whose what() says what was expected and what was found, so GoogleTest,
-// Catch2 or a plain main() all report it. Inside a process, an uncaught assertion_failure ends
-// the process with {exception, beamlet::testing::assertion_failure, "..."}, which the test sees
-// through watch()/run().
-//
-//   beamlet::runtime rt;
-//   beamlet::scoped_process me(rt);
-//   rt.send(server, ping{me.self()});
-//   auto p = beamlet::testing::assert_receive<pong>(me);            // within 1 s, or throws
-//   beamlet::testing::refute_receive<pong>(me, 50ms);               // no second pong
-//
-//   auto reason = beamlet::testing::run(rt, [](beamlet::process& self) -> beamlet::task<> {
-//     ...
-//   });                                                             // the body's exit reason
-//
-// Virtual time: give the runtime a manual_clock (beamlet/core/clock.hpp) and advance it; process
-// timers, receive timeouts and supervisor restart windows follow it, while these helpers (which
-// run on the test's own thread) wait in real time.
-//
-//   auto clock = std::make_shared<beamlet::manual_clock>();
-//   beamlet::runtime rt({.clock = clock});
-//   ...; clock->advance(std::chrono::seconds(5));
-//
-// Thread-safety: like a scoped_process, each helper is used from the thread that owns its
-// scoped_process.
+/// @file
+/// beamlet/core/testing.hpp: what you need to test your own processes.
+///
+/// Independent of any test framework: a failed assertion throws testing::assertion_failure (a
+/// std::logic_error) whose what() says what was expected and what was found, so GoogleTest,
+/// Catch2 or a plain main() all report it. Inside a process, an uncaught assertion_failure ends
+/// the process with {exception, beamlet::testing::assertion_failure, "..."}, which the test sees
+/// through watch()/run().
+///
+///   beamlet::runtime rt;
+///   beamlet::scoped_process me(rt);
+///   rt.send(server, ping{me.self()});
+///   auto p = beamlet::testing::assert_receive<pong>(me);            // within 1 s, or throws
+///   beamlet::testing::refute_receive<pong>(me, 50ms);               // no second pong
+///
+///   auto reason = beamlet::testing::run(rt, [](beamlet::process& self) -> beamlet::task<> {
+///     ...
+///   });                                                             // the body's exit reason
+///
+/// Virtual time: give the runtime a manual_clock (beamlet/core/clock.hpp) and advance it; process
+/// timers, receive timeouts and supervisor restart windows follow it, while these helpers (which
+/// run on the test's own thread) wait in real time.
+///
+///   auto clock = std::make_shared<beamlet::manual_clock>();
+///   beamlet::runtime rt({.clock = clock});
+///   ...; clock->advance(std::chrono::seconds(5));
+///
+/// Thread-safety: like a scoped_process, each helper is used from the thread that owns its
+/// scoped_process.
 #pragma once
 
 #include <chrono>

@@ -1,18 +1,19 @@
-// beamlet/core/timeout.hpp: how long to wait, or forever (Erlang's `timeout() :: non_neg_integer()
-// | infinity`).
-//
-// Every beamlet operation that waits takes its limit as a `timeout_value`: receive's `after`,
-// `call`, `stop`, `receive_response`, `send_after`, start and shutdown timeouts. It converts
-// implicitly from any std::chrono::duration and from `infinity`, so call sites write `2s`,
-// `250ms`, `1.5s` or `infinity`, and the same rules hold everywhere:
-//  * a negative duration, or a floating-point NaN, is rejected at once with timeout_value_error,
-//    before the operation has done anything (no message sent, no monitor taken);
-//  * a duration too long to represent in nanoseconds (`milliseconds::max()`, `hours::max()`,
-//    anything past ~292 years) and a floating-point +infinity mean infinity, never a wrapped
-//    negative value;
-//  * `std::nullopt` also means infinity, the spelling of earlier beamlet versions.
-//
-// A timeout_value is a trivially copyable value type; it never allocates.
+/// @file
+/// beamlet/core/timeout.hpp: how long to wait, or forever (Erlang's `timeout() :: non_neg_integer()
+/// | infinity`).
+///
+/// Every beamlet operation that waits takes its limit as a `timeout_value`: receive's `after`,
+/// `call`, `stop`, `receive_response`, `send_after`, start and shutdown timeouts. It converts
+/// implicitly from any std::chrono::duration and from `infinity`, so call sites write `2s`,
+/// `250ms`, `1.5s` or `infinity`, and the same rules hold everywhere:
+///  * a negative duration, or a floating-point NaN, is rejected at once with timeout_value_error,
+///    before the operation has done anything (no message sent, no monitor taken);
+///  * a duration too long to represent in nanoseconds (`milliseconds::max()`, `hours::max()`,
+///    anything past ~292 years) and a floating-point +infinity mean infinity, never a wrapped
+///    negative value;
+///  * `std::nullopt` also means infinity, the spelling of earlier beamlet versions.
+///
+/// A timeout_value is a trivially copyable value type; it never allocates.
 #pragma once
 
 #include <chrono>

@@ -1,15 +1,16 @@
-// beamlet/core/via.hpp: names resolved at each use (Erlang's {via, Module, Name}).
-//
-// A via_name does not name a process in the registry; it carries a resolver that finds the
-// process when a message or call is about to go out. beamlet hands them out where OTP uses via
-// tuples, e.g. partition_supervisor::via(name, key), which routes a key to the live child of
-// one partition. server_ref<S> accepts a via_name, so call/cast/stop and the supervisor APIs
-// take one wherever they take a pid or a registered name.
-//
-// Resolution happens in the caller and may throw exit_exception, as Module:whereis_name/1
-// exiting does (an unknown partition supervisor exits {noproc, {partition_supervisor,
-// partitions, [Name]}}). Resolving to the null pid means "nobody there": call fails with noproc
-// and cast is dropped. A via_name is cheap to copy (shared, immutable) and thread-safe.
+/// @file
+/// beamlet/core/via.hpp: names resolved at each use (Erlang's {via, Module, Name}).
+///
+/// A via_name does not name a process in the registry; it carries a resolver that finds the
+/// process when a message or call is about to go out. beamlet hands them out where OTP uses via
+/// tuples, e.g. partition_supervisor::via(name, key), which routes a key to the live child of
+/// one partition. server_ref<S> accepts a via_name, so call/cast/stop and the supervisor APIs
+/// take one wherever they take a pid or a registered name.
+///
+/// Resolution happens in the caller and may throw exit_exception, as Module:whereis_name/1
+/// exiting does (an unknown partition supervisor exits {noproc, {partition_supervisor,
+/// partitions, [Name]}}). Resolving to the null pid means "nobody there": call fails with noproc
+/// and cast is dropped. A via_name is cheap to copy (shared, immutable) and thread-safe.
 #pragma once
 
 #include <memory>

@@ -1,10 +1,11 @@
-// beamlet/dist/error.hpp: why distribution could not start.
-//
-// dist::start reports failure as a std::error_code, as the network layer does: one of these
-// (category "beamlet.dist"), or the operating system's code for a listen socket that could not
-// be bound (std::errc::address_in_use...). message() says what happened in words. A node that
-// has started reports what goes wrong later (a peer that fails the handshake, a connection that
-// drops) as OTP does: nodedown messages, noconnection exit reasons, log events.
+/// @file
+/// beamlet/dist/error.hpp: why distribution could not start.
+///
+/// dist::start reports failure as a std::error_code, as the network layer does: one of these
+/// (category "beamlet.dist"), or the operating system's code for a listen socket that could not
+/// be bound (std::errc::address_in_use...). message() says what happened in words. A node that
+/// has started reports what goes wrong later (a peer that fails the handshake, a connection that
+/// drops) as OTP does: nodedown messages, noconnection exit reasons, log events.
 #pragma once
 
 #include <system_error>

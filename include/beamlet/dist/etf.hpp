@@ -1,18 +1,19 @@
-// beamlet/dist/etf.hpp: Erlang's external term format (ETF), both ways.
-//
-// encode() writes what term_to_binary/1 writes for the same term (no compression, no atom
-// cache); decode() reads what any OTP 25 node sends, including the older tags it may still
-// meet. The decoder faces untrusted input: every length is checked against what remains before
-// anything is allocated from it, nesting is bounded, the number of terms it makes is bounded,
-// and it never reads past the end. A malformed input is an error value, never an exception or
-// a crash.
-//
-// Pids: a node's own processes are plain local pids; a pid of any other node (or of an earlier
-// incarnation of this one) becomes a remote pid whose node is interned (node_of). `self` says
-// who this node is; without one, local pids are written as Erlang's non-distributed node
-// writes them ('nonode@nohost', creation 0).
-//
-// Thread-safety: free functions over values; the node table behind node_of is thread-safe.
+/// @file
+/// beamlet/dist/etf.hpp: Erlang's external term format (ETF), both ways.
+///
+/// encode() writes what term_to_binary/1 writes for the same term (no compression, no atom
+/// cache); decode() reads what any OTP 25 node sends, including the older tags it may still
+/// meet. The decoder faces untrusted input: every length is checked against what remains before
+/// anything is allocated from it, nesting is bounded, the number of terms it makes is bounded,
+/// and it never reads past the end. A malformed input is an error value, never an exception or
+/// a crash.
+///
+/// Pids: a node's own processes are plain local pids; a pid of any other node (or of an earlier
+/// incarnation of this one) becomes a remote pid whose node is interned (node_of). `self` says
+/// who this node is; without one, local pids are written as Erlang's non-distributed node
+/// writes them ('nonode@nohost', creation 0).
+///
+/// Thread-safety: free functions over values; the node table behind node_of is thread-safe.
 #pragma once
 
 #include <cstddef>

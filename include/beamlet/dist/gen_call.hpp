@@ -1,15 +1,16 @@
-// beamlet/dist/gen_call.hpp: gen_server calls and casts across nodes, in the wire form every
-// Erlang and Elixir GenServer speaks ({'$gen_call', {From, Tag}, Request} answered by
-// {Tag, Reply}; {'$gen_cast', Request}).
-//
-// Client side: call() monitors the server, sends the request and waits for the reply or the
-// DOWN, as gen:call does: a server that dies mid-call ends the call at once with its exit
-// reason; a dead server gives `noproc`, a lost connection `noconnection`, and no answer within
-// the timeout gives `timeout` (a late reply is then dropped: its tag no longer matches any
-// receive, and it is flushed from the mailbox).
-//
-// Server side: a beamlet process (a gen_server's handle_info, or any receive loop) that gets a
-// term from another node asks as_gen_call() whether it is a call, and answers with reply().
+/// @file
+/// beamlet/dist/gen_call.hpp: gen_server calls and casts across nodes, in the wire form every
+/// Erlang and Elixir GenServer speaks ({'$gen_call', {From, Tag}, Request} answered by
+/// {Tag, Reply}; {'$gen_cast', Request}).
+///
+/// Client side: call() monitors the server, sends the request and waits for the reply or the
+/// DOWN, as gen:call does: a server that dies mid-call ends the call at once with its exit
+/// reason; a dead server gives `noproc`, a lost connection `noconnection`, and no answer within
+/// the timeout gives `timeout` (a late reply is then dropped: its tag no longer matches any
+/// receive, and it is flushed from the mailbox).
+///
+/// Server side: a beamlet process (a gen_server's handle_info, or any receive loop) that gets a
+/// term from another node asks as_gen_call() whether it is a call, and answers with reply().
 #pragma once
 
 #include <optional>

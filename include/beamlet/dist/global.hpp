@@ -1,22 +1,23 @@
-// beamlet/dist/global.hpp: names shared by a whole cluster, as Erlang's `global` keeps them.
-//
-// A visible node (node_options::hidden = false) runs a global name server that speaks OTP 25's
-// protocol (version 8) with every visible node it connects to: the two lockers take the
-// cluster-wide `global` lock, the servers exchange their names (a name held on both sides with
-// different pids is resolved as OTP does, keeping the pid on the node that sorts first and
-// killing the other), and each tells the nodes it knew about the other, which then connect to
-// it (the cluster stays fully connected). A lost connection is reported to the others, which
-// drop the node that lost it, as OTP 25 does to prevent overlapping partitions.
-//
-// Registration is OTP's too: register_name takes the `global` lock on every known node, checks
-// that neither the name nor the pid is registered, and tells every node; a name goes when its
-// process ends or its node is lost. Reads (whereis_name, registered_names, send) are local and
-// do not wait.
-//
-// Errors: on a node that is not started or is hidden, register_name and unregister_name fail
-// with dist_errc::not_visible, and the reads find nothing. Thread-safety: the reads may be
-// called from any thread; register_name and unregister_name run in the calling process (they
-// wait for the other nodes).
+/// @file
+/// beamlet/dist/global.hpp: names shared by a whole cluster, as Erlang's `global` keeps them.
+///
+/// A visible node (node_options::hidden = false) runs a global name server that speaks OTP 25's
+/// protocol (version 8) with every visible node it connects to: the two lockers take the
+/// cluster-wide `global` lock, the servers exchange their names (a name held on both sides with
+/// different pids is resolved as OTP does, keeping the pid on the node that sorts first and
+/// killing the other), and each tells the nodes it knew about the other, which then connect to
+/// it (the cluster stays fully connected). A lost connection is reported to the others, which
+/// drop the node that lost it, as OTP 25 does to prevent overlapping partitions.
+///
+/// Registration is OTP's too: register_name takes the `global` lock on every known node, checks
+/// that neither the name nor the pid is registered, and tells every node; a name goes when its
+/// process ends or its node is lost. Reads (whereis_name, registered_names, send) are local and
+/// do not wait.
+///
+/// Errors: on a node that is not started or is hidden, register_name and unregister_name fail
+/// with dist_errc::not_visible, and the reads find nothing. Thread-safety: the reads may be
+/// called from any thread; register_name and unregister_name run in the calling process (they
+/// wait for the other nodes).
 #pragma once
 
 #include <optional>

@@ -1,51 +1,52 @@
-// beamlet/dist/node.hpp: making a runtime a node of an Erlang cluster.
-//
-// start() gives a runtime a node name and a cookie, listens for other nodes, and registers
-// with epmd (or not, on a fixed port). From then on a pid can denote a process on another node:
-// send, link, unlink, exit, monitor and demonitor work on it as on a local one, and `{name,
-// node}` works with send and monitor (process.hpp). Connections are made on first use, one per
-// pair of nodes, written in order; each is a process of its own.
-//
-// Semantics are OTP's: a link or monitor across a connection that is lost ends with
-// `noconnection`; a dead or unknown target gives `noproc`; a restarted node's old pids are dead.
-// Messages from other nodes arrive as `term` (term.hpp); a message sent to a remote pid is
-// encoded from a `term` or from a type registered with register_message<T>() (the common
-// standard types and string literals are registered already). A message of a type with no
-// mapping, or a term an Erlang node cannot take (an atom over 255 characters or not UTF-8, a
-// NaN), is not sent: it is logged as an error, and try_send says errc::not_encodable. Exit
-// reasons from other nodes keep their terms (reason_from_term), pids and bitstrings included.
-//
-// Limits against a careless or hostile peer (node_options): packets up to max_packet (256 MiB),
-// terms as deep as they come (the decoder does not recurse), at most max_foreign_nodes unknown
-// node incarnations introduced per connection. A peer past one is disconnected, with the
-// reason logged; nothing else is affected.
-//
-// Backpressure (OTP's busy_dist_port): past node_options::busy_limit bytes waiting for a peer,
-// a process that sends it a message is suspended, its message queued, until the connection has
-// drained to half the limit or ended; nothing is dropped and order is kept. A peer that reads
-// nothing at all is dropped after net_ticktime.
-//
-// Fragments (OTP 22+): a message larger than node_options::fragment_size goes to a peer that
-// speaks fragments in pieces of that size, interleaved with the other processes' traffic, so
-// that a large message does not hold up the small ones and the ticks behind it. Order between
-// one sender and one receiver is kept: what a process sends after a large message waits for
-// its last fragment, and the sending process is suspended until that is written (so its
-// bytes, bounded that way, do not count toward busy_limit).
-//
-// TLS (like `erl -proto_dist inet_tls`): node_options::tls, see tls.hpp.
-//
-// Hidden or visible: by default the node is hidden (like `erl -hidden`): Erlang nodes list it
-// in nodes(hidden), `global` ignores it, and every node that talks to it connects to it
-// directly; its `pg` scope introduces itself to theirs (pg.hpp). With node_options::hidden =
-// false it is a visible node, as a plain `erl -name` is: a connection with another visible node
-// is visible (listed by nodes() on both sides), the node runs a `global` name server that
-// synchronises with the cluster's (global.hpp: names, locks, joining the fully connected
-// mesh, OTP 25's prevention of overlapping partitions), and Erlang's pg finds its scope.
-//
-// The cookie authenticates, it does not encrypt: run plain distribution on a trusted network
-// only.
-//
-// Thread-safety: every function may be called from any thread or process.
+/// @file
+/// beamlet/dist/node.hpp: making a runtime a node of an Erlang cluster.
+///
+/// start() gives a runtime a node name and a cookie, listens for other nodes, and registers
+/// with epmd (or not, on a fixed port). From then on a pid can denote a process on another node:
+/// send, link, unlink, exit, monitor and demonitor work on it as on a local one, and `{name,
+/// node}` works with send and monitor (process.hpp). Connections are made on first use, one per
+/// pair of nodes, written in order; each is a process of its own.
+///
+/// Semantics are OTP's: a link or monitor across a connection that is lost ends with
+/// `noconnection`; a dead or unknown target gives `noproc`; a restarted node's old pids are dead.
+/// Messages from other nodes arrive as `term` (term.hpp); a message sent to a remote pid is
+/// encoded from a `term` or from a type registered with register_message<T>() (the common
+/// standard types and string literals are registered already). A message of a type with no
+/// mapping, or a term an Erlang node cannot take (an atom over 255 characters or not UTF-8, a
+/// NaN), is not sent: it is logged as an error, and try_send says errc::not_encodable. Exit
+/// reasons from other nodes keep their terms (reason_from_term), pids and bitstrings included.
+///
+/// Limits against a careless or hostile peer (node_options): packets up to max_packet (256 MiB),
+/// terms as deep as they come (the decoder does not recurse), at most max_foreign_nodes unknown
+/// node incarnations introduced per connection. A peer past one is disconnected, with the
+/// reason logged; nothing else is affected.
+///
+/// Backpressure (OTP's busy_dist_port): past node_options::busy_limit bytes waiting for a peer,
+/// a process that sends it a message is suspended, its message queued, until the connection has
+/// drained to half the limit or ended; nothing is dropped and order is kept. A peer that reads
+/// nothing at all is dropped after net_ticktime.
+///
+/// Fragments (OTP 22+): a message larger than node_options::fragment_size goes to a peer that
+/// speaks fragments in pieces of that size, interleaved with the other processes' traffic, so
+/// that a large message does not hold up the small ones and the ticks behind it. Order between
+/// one sender and one receiver is kept: what a process sends after a large message waits for
+/// its last fragment, and the sending process is suspended until that is written (so its
+/// bytes, bounded that way, do not count toward busy_limit).
+///
+/// TLS (like `erl -proto_dist inet_tls`): node_options::tls, see tls.hpp.
+///
+/// Hidden or visible: by default the node is hidden (like `erl -hidden`): Erlang nodes list it
+/// in nodes(hidden), `global` ignores it, and every node that talks to it connects to it
+/// directly; its `pg` scope introduces itself to theirs (pg.hpp). With node_options::hidden =
+/// false it is a visible node, as a plain `erl -name` is: a connection with another visible node
+/// is visible (listed by nodes() on both sides), the node runs a `global` name server that
+/// synchronises with the cluster's (global.hpp: names, locks, joining the fully connected
+/// mesh, OTP 25's prevention of overlapping partitions), and Erlang's pg finds its scope.
+///
+/// The cookie authenticates, it does not encrypt: run plain distribution on a trusted network
+/// only.
+///
+/// Thread-safety: every function may be called from any thread or process.
 #pragma once
 
 #include <chrono>

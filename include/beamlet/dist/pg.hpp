@@ -1,19 +1,20 @@
-// beamlet/dist/pg.hpp: process groups shared with Erlang's `pg` (OTP 23+), in its default scope.
-//
-// A started node runs a pg scope process, registered as `pg` as in kernel, which speaks pg's
-// protocol with the `pg` scope of every node it connects to: Erlang and Elixir nodes that run
-// pg (`-kernel start_pg true`, or `pg:start(pg)`), and other beamlet nodes. A group is any
-// term (usually an atom); local processes join and leave it here, and Erlang's
-// pg:get_members/1 lists them; get_members() here lists the members on every connected node.
-//
-// Semantics are pg's: a process may join a group more than once and then leaves it as many
-// times; a member that ends leaves all its groups; a lost connection drops that node's members.
-// Membership is eventually consistent across nodes: a join is seen here at once and on other
-// nodes when its message arrives. The node is hidden, so it introduces itself to each peer's
-// scope (Erlang's pg discovers only visible nodes by itself); nothing else differs.
-//
-// Thread-safety: every function may be called from any thread or process; reads take a shared
-// lock and do not wait for the scope process.
+/// @file
+/// beamlet/dist/pg.hpp: process groups shared with Erlang's `pg` (OTP 23+), in its default scope.
+///
+/// A started node runs a pg scope process, registered as `pg` as in kernel, which speaks pg's
+/// protocol with the `pg` scope of every node it connects to: Erlang and Elixir nodes that run
+/// pg (`-kernel start_pg true`, or `pg:start(pg)`), and other beamlet nodes. A group is any
+/// term (usually an atom); local processes join and leave it here, and Erlang's
+/// pg:get_members/1 lists them; get_members() here lists the members on every connected node.
+///
+/// Semantics are pg's: a process may join a group more than once and then leaves it as many
+/// times; a member that ends leaves all its groups; a lost connection drops that node's members.
+/// Membership is eventually consistent across nodes: a join is seen here at once and on other
+/// nodes when its message arrives. The node is hidden, so it introduces itself to each peer's
+/// scope (Erlang's pg discovers only visible nodes by itself); nothing else differs.
+///
+/// Thread-safety: every function may be called from any thread or process; reads take a shared
+/// lock and do not wait for the scope process.
 #pragma once
 
 #include <vector>

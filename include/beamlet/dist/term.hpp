@@ -1,22 +1,23 @@
-// beamlet/dist/term.hpp: Erlang terms as a C++ value type, and the mapping of C++ types to them.
-//
-// A `term` holds any value another Erlang node can send: atoms, integers (64-bit, and bignums
-// beyond), floats, binaries and bitstrings, lists (proper and improper), tuples, maps, pids,
-// references, ports, and funs (kept opaque, as their encoded bytes). It is what a message from
-// another node is when it reaches a process (`receive(on<term>())`), and what a process sends
-// to another node when its message type is not mapped.
-//
-// Mapping: `to_term(x)` and `from_term<T>(t)` cover bool, integers, floating point, std::string
-// (a binary, as Elixir strings are), atom, pid, term itself, std::vector, std::map,
-// std::unordered_map, std::pair, std::tuple and std::optional (`undefined` when empty). A user
-// type joins by specializing `term_traits<T>` with `static term to_term(const T&)` and
-// `static std::optional<T> from_term(const term&)`.
-//
-// Values: terms are ordinary values (copyable, comparable with ==, printable in Erlang syntax);
-// no sharing, no thread-safety beyond that of a std::vector. from_term never throws on a term
-// of the wrong shape: it returns std::nullopt. Depth costs no stack: copying, comparing,
-// printing, encoding and destroying a term are iterative, so a list nested a million deep is
-// as safe as a flat one.
+/// @file
+/// beamlet/dist/term.hpp: Erlang terms as a C++ value type, and the mapping of C++ types to them.
+///
+/// A `term` holds any value another Erlang node can send: atoms, integers (64-bit, and bignums
+/// beyond), floats, binaries and bitstrings, lists (proper and improper), tuples, maps, pids,
+/// references, ports, and funs (kept opaque, as their encoded bytes). It is what a message from
+/// another node is when it reaches a process (`receive(on<term>())`), and what a process sends
+/// to another node when its message type is not mapped.
+///
+/// Mapping: `to_term(x)` and `from_term<T>(t)` cover bool, integers, floating point, std::string
+/// (a binary, as Elixir strings are), atom, pid, term itself, std::vector, std::map,
+/// std::unordered_map, std::pair, std::tuple and std::optional (`undefined` when empty). A user
+/// type joins by specializing `term_traits<T>` with `static term to_term(const T&)` and
+/// `static std::optional<T> from_term(const term&)`.
+///
+/// Values: terms are ordinary values (copyable, comparable with ==, printable in Erlang syntax);
+/// no sharing, no thread-safety beyond that of a std::vector. from_term never throws on a term
+/// of the wrong shape: it returns std::nullopt. Depth costs no stack: copying, comparing,
+/// printing, encoding and destroying a term are iterative, so a list nested a million deep is
+/// as safe as a flat one.
 #pragma once
 
 #include <array>

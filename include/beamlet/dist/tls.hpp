@@ -1,19 +1,20 @@
-// beamlet/dist/tls.hpp: distribution over TLS, interoperable with `erl -proto_dist inet_tls`.
-//
-// With node_options::tls set, every distribution connection of the node, made or accepted, runs
-// over TLS (1.2 or later, OpenSSL): the TLS handshake first, then the distribution handshake
-// and traffic inside it. epmd is spoken in plain TCP, as by OTP. A node that uses TLS speaks
-// only TLS: a plain peer's handshake fails, and so does ours with a plain peer.
-//
-// Authentication: with verify_peer (the default) both sides present a certificate and each
-// checks the other's against cacertfile; the initiator also checks that the acceptor's
-// certificate names the host of the node it meant to reach (check_host). The cookie is still
-// checked inside TLS. Failures (a bad certificate, a plain peer) are logged as connection
-// errors and end only that connection; files that cannot be loaded fail start() with
-// dist_errc::tls_setup (the log says which and why).
-//
-// Built when the library is configured with BEAMLET_TLS (the default; it needs libssl-dev);
-// without it, start() with tls set fails with dist_errc::tls_unavailable.
+/// @file
+/// beamlet/dist/tls.hpp: distribution over TLS, interoperable with `erl -proto_dist inet_tls`.
+///
+/// With node_options::tls set, every distribution connection of the node, made or accepted, runs
+/// over TLS (1.2 or later, OpenSSL): the TLS handshake first, then the distribution handshake
+/// and traffic inside it. epmd is spoken in plain TCP, as by OTP. A node that uses TLS speaks
+/// only TLS: a plain peer's handshake fails, and so does ours with a plain peer.
+///
+/// Authentication: with verify_peer (the default) both sides present a certificate and each
+/// checks the other's against cacertfile; the initiator also checks that the acceptor's
+/// certificate names the host of the node it meant to reach (check_host). The cookie is still
+/// checked inside TLS. Failures (a bad certificate, a plain peer) are logged as connection
+/// errors and end only that connection; files that cannot be loaded fail start() with
+/// dist_errc::tls_setup (the log says which and why).
+///
+/// Built when the library is configured with BEAMLET_TLS (the default; it needs libssl-dev);
+/// without it, start() with tls set fails with dist_errc::tls_unavailable.
 #pragma once
 
 #include <string>

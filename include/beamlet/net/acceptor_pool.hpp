@@ -1,31 +1,32 @@
-// beamlet/net/acceptor_pool.hpp: a supervised listener, as ranch makes one in Erlang.
-//
-// acceptor_pool_start(opts) is the start function of a supervisor (rest_for_one) with three
-// children, started in this order:
-//   "connections" a DynamicSupervisor of connection processes (max_children =
-//                 max_connections), or with `partitions` > 0 a PartitionSupervisor of that many
-//                 (registered as opts.name + ".connections"; acceptor i routes to partition i);
-//   "listener"    a process that owns the listening socket (a bind error is its start error,
-//                 {listen_error, "..."}), and registers the pool under opts.name;
-//   "acceptors"   a supervisor of `acceptors` processes, each looping: accept, start a
-//                 connection process (a temporary child of "connections"), hand it the socket
-//                 (controlling_process), accept again.
-// A connection process runs opts.handler(self, socket) and ends when it returns.
-//
-// Limits and faults: over max_connections an accepted connection is closed at once (counted as
-// refused); the listen backlog holds the rest. Peers that open a connection and then send
-// nothing are cut off by listen.accepted.idle_timeout (tcp.hpp), for every handler at once.
-// The pool's counters are also in the runtime's metrics (beamlet_net_pool_*{pool="name"}). An
-// accept that fails for want of descriptors (EMFILE, ENFILE) or memory makes that acceptor back off
-// (10 ms doubling to 1 s) and try again; the other acceptors and every connection carry on. A
-// crashing acceptor is restarted; a crashing listener restarts the acceptors with it
-// (rest_for_one), not the connections. Stopped in reverse order: acceptors, then the listener
-// (nothing more is accepted), then the connections.
-//
-// Stopping: drain() stops accepting (the listening socket closes) and waits up to a timeout for
-// the connections to end by themselves; stopping the pool's supervisor (terminate_child in its
-// parent) then stops what is left, each connection getting `connection_shutdown` to finish if
-// it traps exits, as any supervised child.
+/// @file
+/// beamlet/net/acceptor_pool.hpp: a supervised listener, as ranch makes one in Erlang.
+///
+/// acceptor_pool_start(opts) is the start function of a supervisor (rest_for_one) with three
+/// children, started in this order:
+///   "connections" a DynamicSupervisor of connection processes (max_children =
+///                 max_connections), or with `partitions` > 0 a PartitionSupervisor of that many
+///                 (registered as opts.name + ".connections"; acceptor i routes to partition i);
+///   "listener"    a process that owns the listening socket (a bind error is its start error,
+///                 {listen_error, "..."}), and registers the pool under opts.name;
+///   "acceptors"   a supervisor of `acceptors` processes, each looping: accept, start a
+///                 connection process (a temporary child of "connections"), hand it the socket
+///                 (controlling_process), accept again.
+/// A connection process runs opts.handler(self, socket) and ends when it returns.
+///
+/// Limits and faults: over max_connections an accepted connection is closed at once (counted as
+/// refused); the listen backlog holds the rest. Peers that open a connection and then send
+/// nothing are cut off by listen.accepted.idle_timeout (tcp.hpp), for every handler at once.
+/// The pool's counters are also in the runtime's metrics (beamlet_net_pool_*{pool="name"}). An
+/// accept that fails for want of descriptors (EMFILE, ENFILE) or memory makes that acceptor back off
+/// (10 ms doubling to 1 s) and try again; the other acceptors and every connection carry on. A
+/// crashing acceptor is restarted; a crashing listener restarts the acceptors with it
+/// (rest_for_one), not the connections. Stopped in reverse order: acceptors, then the listener
+/// (nothing more is accepted), then the connections.
+///
+/// Stopping: drain() stops accepting (the listening socket closes) and waits up to a timeout for
+/// the connections to end by themselves; stopping the pool's supervisor (terminate_child in its
+/// parent) then stops what is left, each connection getting `connection_shutdown` to finish if
+/// it traps exits, as any supervised child.
 #pragma once
 
 #include <cstddef>

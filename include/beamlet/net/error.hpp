@@ -1,9 +1,10 @@
-// beamlet/net/error.hpp: the network layer's own errors.
-//
-// Every socket operation reports failure as a std::error_code, never by throwing: either one of
-// these (category "beamlet.net") or an operating-system error as the socket saw it
-// (std::system_category: ECONNREFUSED, ECONNRESET, EMFILE...). message() says what happened in
-// words; the tcp_error message and every `expected` carry the same code.
+/// @file
+/// beamlet/net/error.hpp: the network layer's own errors.
+///
+/// Every socket operation reports failure as a std::error_code, never by throwing: either one of
+/// these (category "beamlet.net") or an operating-system error as the socket saw it
+/// (std::system_category: ECONNREFUSED, ECONNRESET, EMFILE...). message() says what happened in
+/// words; the tcp_error message and every `expected` carry the same code.
 #pragma once
 
 #include <system_error>

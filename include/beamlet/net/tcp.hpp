@@ -1,47 +1,48 @@
-// beamlet/net/tcp.hpp: TCP sockets owned by processes, as gen_tcp makes them in Erlang.
-//
-// A socket has one controlling process, its owner: only the owner reads, writes, changes its
-// mode or hands it on (anyone else gets net_errc::not_owner). The handle, tcp_socket, is
-// move-only and closes the socket when it is destroyed, so a socket kept in its owner's frame
-// (or in a message queued to it) is closed when the owner dies, as a port linked to its owner
-// is. A socket whose owner is gone while data arrives is closed too.
-//
-// Two ways to read:
-//  * passive (active_mode::off, the default): `co_await recv(self, s)` suspends the process as a
-//    receive does (an exit signal still ends it at once) until one packet is there;
-//  * active: packets arrive as messages, tcp_data then, at the end, tcp_error and/or tcp_closed;
-//    `once` delivers one packet and goes passive, `n(k)` delivers k and then sends tcp_passive,
-//    `always` delivers everything (no receive-side backpressure: use it only for peers you
-//    trust). While nobody wants the next packet the socket is not read, so a slow owner slows
-//    the peer down through TCP's own window.
-//
-// Framing (socket_options::framing): raw (whatever one read returns), 1-, 2- or 4-byte
-// big-endian length prefixes ({packet, N}: sends get the prefix added, receives have it
-// removed), or lines ending in '\n' (the newline is kept, as gen_tcp does). A frame larger
-// than max_packet is an error before anything is allocated for it, and closes the socket.
-// Memory follows the bytes that have arrived, not the length a header announces: an idle
-// connection holds a few KiB, and a frame's buffer grows as its bytes come. If memory for a
-// socket's data cannot be had, that socket fails with net_errc::out_of_memory and nothing else
-// does. A peer that closes or resets the connection in the middle of a frame is reported as
-// net_errc::truncated; idle_timeout closes a connection on which nothing arrives.
-//
-// Writes: `co_await send(self, s, bytes)` queues the bytes and returns; the queue is bounded
-// (send_queue_limit): when a packet does not fit, send waits until it does (send_full::wait; a
-// packet larger than the limit waits for an empty queue) or fails at once (send_full::error).
-// While nothing is queued, send writes on the owner's own thread, without a hop. A write that
-// makes no progress for send_timeout closes the socket with timed_out. Bytes queued before a
-// close are written before the connection is shut down, as far as the peer takes them.
-//
-// Ordering: packets reach the owner in the order the peer sent them; bytes go out in the order
-// send was called. Where I/O runs: on the schedulers (docs/architecture.md). A socket is
-// served by the event loop of the scheduler whose process made it (accepted ones: each
-// scheduler's in turn), which waits for
-// readiness, reads, writes what a send could not write at once, and hands results to processes
-// as messages.
-//
-// Failure: every operation returns an error_code (beamlet/net/error.hpp), never throws for an
-// I/O failure; bad options are net_errc::bad_options. A runtime's sockets are all closed when it
-// shuts down; handles (sockets and listeners) must not outlive their runtime.
+/// @file
+/// beamlet/net/tcp.hpp: TCP sockets owned by processes, as gen_tcp makes them in Erlang.
+///
+/// A socket has one controlling process, its owner: only the owner reads, writes, changes its
+/// mode or hands it on (anyone else gets net_errc::not_owner). The handle, tcp_socket, is
+/// move-only and closes the socket when it is destroyed, so a socket kept in its owner's frame
+/// (or in a message queued to it) is closed when the owner dies, as a port linked to its owner
+/// is. A socket whose owner is gone while data arrives is closed too.
+///
+/// Two ways to read:
+///  * passive (active_mode::off, the default): `co_await recv(self, s)` suspends the process as a
+///    receive does (an exit signal still ends it at once) until one packet is there;
+///  * active: packets arrive as messages, tcp_data then, at the end, tcp_error and/or tcp_closed;
+///    `once` delivers one packet and goes passive, `n(k)` delivers k and then sends tcp_passive,
+///    `always` delivers everything (no receive-side backpressure: use it only for peers you
+///    trust). While nobody wants the next packet the socket is not read, so a slow owner slows
+///    the peer down through TCP's own window.
+///
+/// Framing (socket_options::framing): raw (whatever one read returns), 1-, 2- or 4-byte
+/// big-endian length prefixes ({packet, N}: sends get the prefix added, receives have it
+/// removed), or lines ending in '\n' (the newline is kept, as gen_tcp does). A frame larger
+/// than max_packet is an error before anything is allocated for it, and closes the socket.
+/// Memory follows the bytes that have arrived, not the length a header announces: an idle
+/// connection holds a few KiB, and a frame's buffer grows as its bytes come. If memory for a
+/// socket's data cannot be had, that socket fails with net_errc::out_of_memory and nothing else
+/// does. A peer that closes or resets the connection in the middle of a frame is reported as
+/// net_errc::truncated; idle_timeout closes a connection on which nothing arrives.
+///
+/// Writes: `co_await send(self, s, bytes)` queues the bytes and returns; the queue is bounded
+/// (send_queue_limit): when a packet does not fit, send waits until it does (send_full::wait; a
+/// packet larger than the limit waits for an empty queue) or fails at once (send_full::error).
+/// While nothing is queued, send writes on the owner's own thread, without a hop. A write that
+/// makes no progress for send_timeout closes the socket with timed_out. Bytes queued before a
+/// close are written before the connection is shut down, as far as the peer takes them.
+///
+/// Ordering: packets reach the owner in the order the peer sent them; bytes go out in the order
+/// send was called. Where I/O runs: on the schedulers (docs/architecture.md). A socket is
+/// served by the event loop of the scheduler whose process made it (accepted ones: each
+/// scheduler's in turn), which waits for
+/// readiness, reads, writes what a send could not write at once, and hands results to processes
+/// as messages.
+///
+/// Failure: every operation returns an error_code (beamlet/net/error.hpp), never throws for an
+/// I/O failure; bad options are net_errc::bad_options. A runtime's sockets are all closed when it
+/// shuts down; handles (sockets and listeners) must not outlive their runtime.
 #pragma once
 
 #include <chrono>

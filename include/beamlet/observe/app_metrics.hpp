@@ -1,39 +1,40 @@
-// beamlet/observe/app_metrics.hpp: the application's own metrics (counters, gauges,
-// histograms, with labels), exported with the runtime's.
-//
-//   namespace metrics = beamlet::metrics;
-//   auto& requests = metrics::add_counter(rt, {.name = "shop_requests_total",
-//                                              .help = "Requests served.",
-//                                              .labels = {"method", "code"}});
-//   metrics::counter& get_ok = requests.with("GET", "200");   // look up once, keep it
-//   get_ok.add();                                             // lock-free from any thread
-//
-//   auto& latency = metrics::add_histogram(rt, {.name = "shop_request_seconds",
-//                                               .help = "Time to answer a request."},
-//                                          {0.001, 0.01, 0.1, 1});
-//   latency.get().observe(0.004);
-//
-// The types live in beamlet::metrics so that `counter` stays free for an application's own
-// (a GenServer called counter, say, under `using namespace beamlet`).
-//
-// prometheus_metrics(rt), and so GET /metrics of the HTTP endpoint, writes these families after
-// the runtime's own, in the Prometheus text format, under the names given (no beamlet_ prefix:
-// that prefix is reserved for the runtime's families and rejected here).
-//
-// Guarantees:
-//  * Registration is by name, once per runtime: adding a family whose name, kind, labels (and
-//    buckets) match one already there returns that one (any thread may "add" it on first use);
-//    the same name with a different shape throws std::invalid_argument, as does an invalid
-//    metric or label name, an empty help text, or buckets that are not finite and strictly
-//    increasing. These are programming errors (docs/errors.md), found at the first run.
-//  * with(values...) finds or creates the series of one label set, under the family's lock;
-//    the reference it returns stays valid for the runtime's lifetime, so a hot path looks it up
-//    once. A wrong number of values throws std::invalid_argument.
-//  * Updating a series takes no lock: counters are striped over cache lines (a thread adds to
-//    its own stripe, collection sums them), gauges and histogram cells are atomics. A scrape
-//    that runs during updates sees each value at some moment of the scrape, not one snapshot of
-//    all of them (as with every Prometheus client).
-//  * Families live as long as the runtime; there is no removal.
+/// @file
+/// beamlet/observe/app_metrics.hpp: the application's own metrics (counters, gauges,
+/// histograms, with labels), exported with the runtime's.
+///
+///   namespace metrics = beamlet::metrics;
+///   auto& requests = metrics::add_counter(rt, {.name = "shop_requests_total",
+///                                              .help = "Requests served.",
+///                                              .labels = {"method", "code"}});
+///   metrics::counter& get_ok = requests.with("GET", "200");   // look up once, keep it
+///   get_ok.add();                                             // lock-free from any thread
+///
+///   auto& latency = metrics::add_histogram(rt, {.name = "shop_request_seconds",
+///                                               .help = "Time to answer a request."},
+///                                          {0.001, 0.01, 0.1, 1});
+///   latency.get().observe(0.004);
+///
+/// The types live in beamlet::metrics so that `counter` stays free for an application's own
+/// (a GenServer called counter, say, under `using namespace beamlet`).
+///
+/// prometheus_metrics(rt), and so GET /metrics of the HTTP endpoint, writes these families after
+/// the runtime's own, in the Prometheus text format, under the names given (no beamlet_ prefix:
+/// that prefix is reserved for the runtime's families and rejected here).
+///
+/// Guarantees:
+///  * Registration is by name, once per runtime: adding a family whose name, kind, labels (and
+///    buckets) match one already there returns that one (any thread may "add" it on first use);
+///    the same name with a different shape throws std::invalid_argument, as does an invalid
+///    metric or label name, an empty help text, or buckets that are not finite and strictly
+///    increasing. These are programming errors (docs/errors.md), found at the first run.
+///  * with(values...) finds or creates the series of one label set, under the family's lock;
+///    the reference it returns stays valid for the runtime's lifetime, so a hot path looks it up
+///    once. A wrong number of values throws std::invalid_argument.
+///  * Updating a series takes no lock: counters are striped over cache lines (a thread adds to
+///    its own stripe, collection sums them), gauges and histogram cells are atomics. A scrape
+///    that runs during updates sees each value at some moment of the scrape, not one snapshot of
+///    all of them (as with every Prometheus client).
+///  * Families live as long as the runtime; there is no removal.
 #pragma once
 
 #include <array>

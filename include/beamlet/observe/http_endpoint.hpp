@@ -1,45 +1,46 @@
-// beamlet/observe/http_endpoint.hpp: the operator's HTTP endpoint (opt-in, loopback by default).
-//
-//   auto ep = beamlet::http_endpoint::start(rt, {.port = 9100});  // or the error: port taken...
-//   // curl http://127.0.0.1:9100/metrics     Prometheus text (beamlet/observe/metrics.hpp)
-//   // curl http://127.0.0.1:9100/processes   JSON: the top view (?n=20&by=message_queue_len)
-//   // curl http://127.0.0.1:9100/tree        JSON: the supervision tree
-//
-// Or as a child of a supervisor: child_spec("http", beamlet::http_endpoint_start({.port = 9100})).
-//
-// The endpoint is a beamlet process that answers the requests, plus one I/O thread (Boost.Beast)
-// that owns the sockets: the thread parses a request and sends it to the process; the process
-// builds the answer from the runtime's introspection (which never waits for the processes it
-// looks at) and hands it back to the thread to write. Ending the process (exit signal, stop,
-// the runtime's shutdown) closes the listener and every connection.
-//
-// Limits, so that no client can make it grow, and one client cannot deny it to others (every
-// default below is an option):
-//  * connections: at most max_connections open (more are answered 503 and closed), and at most
-//    max_connections_per_peer from one peer address (the rest get 503), so a client holding
-//    every connection it can open still leaves room for a scraper elsewhere;
-//  * time: a new connection must send its first request within header_timeout (2 s; a real
-//    client sends it at once); later requests on a kept-alive connection get request_timeout;
-//  * requests: at most max_request_bytes (413); one request at a time per connection; a
-//    malformed request gets 400, a method other than GET or HEAD 405, an unknown path 404;
-//  * answers: /processes lists at most max_page_entries entries per request (page on with
-//    ?offset=), /tree at most max_page_entries nodes in all; answers not yet taken by their
-//    clients are bounded by max_queued_bytes across every connection: beyond it the connections
-//    whose answers have waited longest are closed (counted as slow_closed);
-//  * scrapes first: a /metrics request is answered before every other page queued ahead of it,
-//    so a scrape never waits behind large pages;
-//  * descriptors: an accept that fails (EMFILE, ENFILE, ENOBUFS, ENOMEM) backs off, 10 ms
-//    doubling to 1 s, instead of retrying at once.
-//
-// Finding an endpoint that a supervisor started (port 0, say): give it a `name`; its process
-// registers under it, and find(rt, whereis) returns its port and statistics. /metrics includes
-// every endpoint's counters (beamlet_http_*).
-//
-// An application can add its own pages (http_endpoint_options::pages): a live dashboard, a
-// JSON view of its state. Each is rendered in the endpoint's process, so a page must not block:
-// read a snapshot, do not call the processes it describes. A page answers with a body
-// (`render`) or with a whole response (`respond`: any status, 403 or 404 included); the
-// built-in pages can each be switched off (`builtin`).
+/// @file
+/// beamlet/observe/http_endpoint.hpp: the operator's HTTP endpoint (opt-in, loopback by default).
+///
+///   auto ep = beamlet::http_endpoint::start(rt, {.port = 9100});  // or the error: port taken...
+///   // curl http://127.0.0.1:9100/metrics     Prometheus text (beamlet/observe/metrics.hpp)
+///   // curl http://127.0.0.1:9100/processes   JSON: the top view (?n=20&by=message_queue_len)
+///   // curl http://127.0.0.1:9100/tree        JSON: the supervision tree
+///
+/// Or as a child of a supervisor: child_spec("http", beamlet::http_endpoint_start({.port = 9100})).
+///
+/// The endpoint is a beamlet process that answers the requests, plus one I/O thread (Boost.Beast)
+/// that owns the sockets: the thread parses a request and sends it to the process; the process
+/// builds the answer from the runtime's introspection (which never waits for the processes it
+/// looks at) and hands it back to the thread to write. Ending the process (exit signal, stop,
+/// the runtime's shutdown) closes the listener and every connection.
+///
+/// Limits, so that no client can make it grow, and one client cannot deny it to others (every
+/// default below is an option):
+///  * connections: at most max_connections open (more are answered 503 and closed), and at most
+///    max_connections_per_peer from one peer address (the rest get 503), so a client holding
+///    every connection it can open still leaves room for a scraper elsewhere;
+///  * time: a new connection must send its first request within header_timeout (2 s; a real
+///    client sends it at once); later requests on a kept-alive connection get request_timeout;
+///  * requests: at most max_request_bytes (413); one request at a time per connection; a
+///    malformed request gets 400, a method other than GET or HEAD 405, an unknown path 404;
+///  * answers: /processes lists at most max_page_entries entries per request (page on with
+///    ?offset=), /tree at most max_page_entries nodes in all; answers not yet taken by their
+///    clients are bounded by max_queued_bytes across every connection: beyond it the connections
+///    whose answers have waited longest are closed (counted as slow_closed);
+///  * scrapes first: a /metrics request is answered before every other page queued ahead of it,
+///    so a scrape never waits behind large pages;
+///  * descriptors: an accept that fails (EMFILE, ENFILE, ENOBUFS, ENOMEM) backs off, 10 ms
+///    doubling to 1 s, instead of retrying at once.
+///
+/// Finding an endpoint that a supervisor started (port 0, say): give it a `name`; its process
+/// registers under it, and find(rt, whereis) returns its port and statistics. /metrics includes
+/// every endpoint's counters (beamlet_http_*).
+///
+/// An application can add its own pages (http_endpoint_options::pages): a live dashboard, a
+/// JSON view of its state. Each is rendered in the endpoint's process, so a page must not block:
+/// read a snapshot, do not call the processes it describes. A page answers with a body
+/// (`render`) or with a whole response (`respond`: any status, 403 or 404 included); the
+/// built-in pages can each be switched off (`builtin`).
 #pragma once
 
 #include <chrono>

@@ -1,26 +1,27 @@
-// beamlet/observe/logger.hpp: the runtime's logger: levels, handlers, reports, overload protection.
-//
-// Every runtime has one logger, made with the runtime. Events (plain messages and the reports of
-// beamlet/core/log_event.hpp) are made on any thread, go through a bounded queue, and are formatted
-// and written by the logger's own thread (started on the first event), so logging never blocks a
-// scheduler on I/O. Defaults, like OTP's logger: level `notice`, one handler writing text to
-// stderr; crash, supervisor and gen_server reports are errors, so they are printed; progress
-// reports are `info`, so they are not.
-//
-//   beamlet::log(self, beamlet::log_level::warning, "cache miss rate " + std::to_string(r));
-//   beamlet::logger::of(rt).set_level(beamlet::log_level::info);     // progress reports too
-//   beamlet::logger::of(rt).set_reports(false);                      // no reports at all
-//   beamlet::logger::of(rt).add_handler(beamlet::logger::json_lines("events.jsonl"));
-//
-// Overload (OTP logger's drop mode): while more than `drop_threshold` events wait (default
-// 10,000), new events are dropped where they are made and counted; once the logger has caught
-// up, it writes one `logger_dropped` event saying how many were lost. Nothing blocks the
-// producer. On the runtime's orderly shutdown everything queued is written before the runtime
-// is gone, and so is everything queued when the logger is destroyed.
-//
-// Thread-safety: every member may be called from any thread. Handlers run on the logger's
-// thread, one event at a time, in the order events were queued; an exception from a handler is
-// swallowed (and counted in stats().handler_errors), never lost in the runtime.
+/// @file
+/// beamlet/observe/logger.hpp: the runtime's logger: levels, handlers, reports, overload protection.
+///
+/// Every runtime has one logger, made with the runtime. Events (plain messages and the reports of
+/// beamlet/core/log_event.hpp) are made on any thread, go through a bounded queue, and are formatted
+/// and written by the logger's own thread (started on the first event), so logging never blocks a
+/// scheduler on I/O. Defaults, like OTP's logger: level `notice`, one handler writing text to
+/// stderr; crash, supervisor and gen_server reports are errors, so they are printed; progress
+/// reports are `info`, so they are not.
+///
+///   beamlet::log(self, beamlet::log_level::warning, "cache miss rate " + std::to_string(r));
+///   beamlet::logger::of(rt).set_level(beamlet::log_level::info);     // progress reports too
+///   beamlet::logger::of(rt).set_reports(false);                      // no reports at all
+///   beamlet::logger::of(rt).add_handler(beamlet::logger::json_lines("events.jsonl"));
+///
+/// Overload (OTP logger's drop mode): while more than `drop_threshold` events wait (default
+/// 10,000), new events are dropped where they are made and counted; once the logger has caught
+/// up, it writes one `logger_dropped` event saying how many were lost. Nothing blocks the
+/// producer. On the runtime's orderly shutdown everything queued is written before the runtime
+/// is gone, and so is everything queued when the logger is destroyed.
+///
+/// Thread-safety: every member may be called from any thread. Handlers run on the logger's
+/// thread, one event at a time, in the order events were queued; an exception from a handler is
+/// swallowed (and counted in stats().handler_errors), never lost in the runtime.
 #pragma once
 
 #include <cstddef>

@@ -1,33 +1,34 @@
-// beamlet/observe/metrics.hpp: the runtime's metrics, in the Prometheus text exposition format.
-//
-//   std::string text = beamlet::prometheus_metrics(rt);   // what GET /metrics serves
-//
-// What is exported (all prefixed beamlet_):
-//   processes, scoped_processes                gauges: alive now
-//   spawns_total                               counter
-//   exits_total{reason="normal|shutdown|killed|error"}
-//   messages_total                             counter: messages that reached a process's queue
-//   timers                                     gauge: pending receive timeouts and send_after
-//   run_queue_length{scheduler="0"}, global_run_queue_length
-//   supervisor_restarts_total, supervisor_start_child_total,
-//   supervisor_start_child_errors_total, supervisor_children   per supervisor
-//       {supervisor="<name or pid>",kind="supervisor|dynamic_supervisor"}
-//   message_queue_len{name="..."}              the top_k registered processes by queue length
-//   logger_events_total, logger_dropped_total  the logger's counters
-// and what the layers above add through collectors (add_metrics_collector):
-//   net_open_sockets, net_pool_accepted_total, net_pool_refused_total,
-//   net_pool_accept_errors_total, net_pool_active{pool="..."}     the network layer
-//   http_connections_open, http_connections_total, http_requests_total, http_rejected_total,
-//   http_timeouts_total, http_bad_requests_total, http_accept_errors_total,
-//   http_queued_bytes, http_slow_closed_total{port="..."}          each HTTP endpoint
-//   dist_outbox_bytes{node="..."}, dist_busy_pauses_total         the distribution layer
-// and, last, the application's own families (beamlet/observe/app_metrics.hpp), under their own
-// names.
-// Counters count since the runtime started (Prometheus derives rates, e.g. the start_child
-// rate, with rate()). messages_total is published by each scheduler between runs (at least
-// every 16 runs, and whenever it idles), so it may trail by a scheduler's last few runs. Collecting
-// reads counters the runtime keeps per scheduler, and one pass over the registered names; it never
-// asks a process anything, so it answers under overload. Thread-safe.
+/// @file
+/// beamlet/observe/metrics.hpp: the runtime's metrics, in the Prometheus text exposition format.
+///
+///   std::string text = beamlet::prometheus_metrics(rt);   // what GET /metrics serves
+///
+/// What is exported (all prefixed beamlet_):
+///   processes, scoped_processes                gauges: alive now
+///   spawns_total                               counter
+///   exits_total{reason="normal|shutdown|killed|error"}
+///   messages_total                             counter: messages that reached a process's queue
+///   timers                                     gauge: pending receive timeouts and send_after
+///   run_queue_length{scheduler="0"}, global_run_queue_length
+///   supervisor_restarts_total, supervisor_start_child_total,
+///   supervisor_start_child_errors_total, supervisor_children   per supervisor
+///       {supervisor="<name or pid>",kind="supervisor|dynamic_supervisor"}
+///   message_queue_len{name="..."}              the top_k registered processes by queue length
+///   logger_events_total, logger_dropped_total  the logger's counters
+/// and what the layers above add through collectors (add_metrics_collector):
+///   net_open_sockets, net_pool_accepted_total, net_pool_refused_total,
+///   net_pool_accept_errors_total, net_pool_active{pool="..."}     the network layer
+///   http_connections_open, http_connections_total, http_requests_total, http_rejected_total,
+///   http_timeouts_total, http_bad_requests_total, http_accept_errors_total,
+///   http_queued_bytes, http_slow_closed_total{port="..."}          each HTTP endpoint
+///   dist_outbox_bytes{node="..."}, dist_busy_pauses_total         the distribution layer
+/// and, last, the application's own families (beamlet/observe/app_metrics.hpp), under their own
+/// names.
+/// Counters count since the runtime started (Prometheus derives rates, e.g. the start_child
+/// rate, with rate()). messages_total is published by each scheduler between runs (at least
+/// every 16 runs, and whenever it idles), so it may trail by a scheduler's last few runs. Collecting
+/// reads counters the runtime keeps per scheduler, and one pass over the registered names; it never
+/// asks a process anything, so it answers under overload. Thread-safe.
 #pragma once
 
 #include <cstddef>

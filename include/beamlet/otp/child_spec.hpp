@@ -1,12 +1,13 @@
-// beamlet/otp/child_spec.hpp: how a supervisor starts, restarts and stops one child (spec §6.1).
-//
-// A child's start function runs inside the supervisor process and returns a start_result,
-// normally by co_awaiting a proc_lib or gen_server start_link (so the child is linked to the
-// supervisor). Defaults follow OTP: restart permanent, type worker, shutdown 5000 ms for a worker
-// and infinity for a supervisor. Every field is checked (validate) before a child is started;
-// the errors are those of OTP's do_check_childspec/2.
-//
-//   child_spec("cache", worker_start<cache>(42)).with_restart(restart_type::transient)
+/// @file
+/// beamlet/otp/child_spec.hpp: how a supervisor starts, restarts and stops one child (spec §6.1).
+///
+/// A child's start function runs inside the supervisor process and returns a start_result,
+/// normally by co_awaiting a proc_lib or gen_server start_link (so the child is linked to the
+/// supervisor). Defaults follow OTP: restart permanent, type worker, shutdown 5000 ms for a worker
+/// and infinity for a supervisor. Every field is checked (validate) before a child is started;
+/// the errors are those of OTP's do_check_childspec/2.
+///
+///   child_spec("cache", worker_start<cache>(42)).with_restart(restart_type::transient)
 #pragma once
 
 #include <any>

@@ -1,36 +1,37 @@
-// beamlet/otp/dynamic_supervisor.hpp: Elixir's DynamicSupervisor (spec §7).
-//
-// A supervisor that starts with no children and starts them on demand. Children are kept by pid
-// (ids are ignored and need not be unique), restarted one_for_one within `intensity` restarts
-// per `period` seconds, and stopped in parallel on shutdown: every child is signalled first, then
-// the supervisor waits for all of them (one kill timer per distinct shutdown time).
-//
-// start_child validates the spec in the caller, before the supervisor is contacted; then the
-// supervisor checks max_children (restarting children count) and runs the start function. Its
-// results are passed through unwrapped: {ok, Pid}, {ok, Pid, Info}, ignore, max_children or the
-// start function's own error reason (an exception thrown by it becomes that reason).
-//
-// The cost model is the point of this class. A child start ends with a selective receive for
-// the child's init ack inside the supervisor process. With ack_wait_mode::scan (the default, what
-// OTP 25-27 do) that receive examines every message queued in the supervisor, so under a flood
-// of start_child requests each start costs O(queue) and throughput collapses: the March 2026
-// outage. ack_wait_mode::marker keys the wait on a fresh marked ref, so the backlog is skipped and
-// a start costs O(1) whatever is queued (what erlang/otp PR #11633 proposes). Results are
-// identical; choose marker for any supervisor that may face bursts of starts, and scan to
-// reproduce BEAM. A failed restart is retried behind the queued messages ($gen_restart), and
-// every retry counts toward the intensity.
-//
-// Overload control (beyond Elixir, all off by default; docs/operations.md): `start_rate` caps
-// the starts per second with a token bucket, and `shed_above` answers start requests with
-// {error, overloaded} while more than that many messages are queued; an operator can force
-// shedding on or off at runtime (set_shedding). Both answer before the start function runs and
-// start nothing. supervisor_options::mailbox bounds the queue itself, and
-// supervisor_options::priority lets the management calls overtake a backlog. A child spec's
-// `backoff` spaces its restarts (beamlet/otp/child_spec.hpp).
-//
-// Thread-safety: a dynamic supervisor is a process. Each management call is declared once for
-// both contexts (beamlet/core/call_context.hpp): from a process it is a task to co_await, from
-// the thread owning a scoped_process it blocks.
+/// @file
+/// beamlet/otp/dynamic_supervisor.hpp: Elixir's DynamicSupervisor (spec §7).
+///
+/// A supervisor that starts with no children and starts them on demand. Children are kept by pid
+/// (ids are ignored and need not be unique), restarted one_for_one within `intensity` restarts
+/// per `period` seconds, and stopped in parallel on shutdown: every child is signalled first, then
+/// the supervisor waits for all of them (one kill timer per distinct shutdown time).
+///
+/// start_child validates the spec in the caller, before the supervisor is contacted; then the
+/// supervisor checks max_children (restarting children count) and runs the start function. Its
+/// results are passed through unwrapped: {ok, Pid}, {ok, Pid, Info}, ignore, max_children or the
+/// start function's own error reason (an exception thrown by it becomes that reason).
+///
+/// The cost model is the point of this class. A child start ends with a selective receive for
+/// the child's init ack inside the supervisor process. With ack_wait_mode::scan (the default, what
+/// OTP 25-27 do) that receive examines every message queued in the supervisor, so under a flood
+/// of start_child requests each start costs O(queue) and throughput collapses: the March 2026
+/// outage. ack_wait_mode::marker keys the wait on a fresh marked ref, so the backlog is skipped and
+/// a start costs O(1) whatever is queued (what erlang/otp PR #11633 proposes). Results are
+/// identical; choose marker for any supervisor that may face bursts of starts, and scan to
+/// reproduce BEAM. A failed restart is retried behind the queued messages ($gen_restart), and
+/// every retry counts toward the intensity.
+///
+/// Overload control (beyond Elixir, all off by default; docs/operations.md): `start_rate` caps
+/// the starts per second with a token bucket, and `shed_above` answers start requests with
+/// {error, overloaded} while more than that many messages are queued; an operator can force
+/// shedding on or off at runtime (set_shedding). Both answer before the start function runs and
+/// start nothing. supervisor_options::mailbox bounds the queue itself, and
+/// supervisor_options::priority lets the management calls overtake a backlog. A child spec's
+/// `backoff` spaces its restarts (beamlet/otp/child_spec.hpp).
+///
+/// Thread-safety: a dynamic supervisor is a process. Each management call is declared once for
+/// both contexts (beamlet/core/call_context.hpp): from a process it is a task to co_await, from
+/// the thread owning a scoped_process it blocks.
 #pragma once
 
 #include <chrono>

@@ -1,48 +1,49 @@
-// beamlet/otp/gen_server.hpp: the GenServer behaviour (OTP gen_server, spec §4). This header is the
-// umbrella: results in beamlet/otp/gen_server/results.hpp, clients in
-// beamlet/otp/gen_server/client.hpp, the server loop in beamlet/otp/detail/gen_server_loop.hpp.
-//
-// A server is a class deriving from gen_server<Self>; an instance lives inside its process and
-// is its state. Callbacks, all optional except the handle_call/handle_cast overloads a client
-// uses:
-//
-//   init()                                  -> void | gen::init_result (ok / ok.after(t) /
-//                                              ok.then(c) / ignore / stop(R))
-//   handle_call(const Req&, from<Reply>)     -> Reply | gen::call_result<Reply> (reply(v) /
-//                                              noreply() / stop(R, v) / stop(R), each .after(t)
-//                                              or .then(c))
-//   handle_cast(const Req&)                  -> void | gen::action (noreply() / stop(R))
-//   handle_info(any_message)                 -> void | gen::action
-//   handle_continue(any_message)             -> void | gen::action
-//   terminate(const exit_reason&)            -> void
-//
-// Any callback may instead be a coroutine returning task<...> of the same, and co_await
-// (call other servers, receive, sleep). handle_call/handle_cast may take the request as `Req&`
-// instead and move from it: a delivered request belongs to the server. Requests are plain
-// types that name their reply:
-//
-//   struct get { using reply_type = int; };
-//   struct counter : gen_server<counter> {
-//     int n = 0;
-//     int handle_call(const get&, from<int>) { return n; }
-//   };
-//   auto r = co_await counter::start_link(self, {});
-//   int v = co_await call(self, server_ref<counter>(r.pid()), get{});
-//
-// Clients address a server through a typed server_ref<S> (a pid, a registered name, or a
-// via_name resolved at each use, as Erlang's {via, Module, Name}), so a
-// request the server does not handle is a compile-time error, and replies are typed.
-//
-// Semantics (spec §4): start goes through proc_lib (beamlet/otp/proc_lib.hpp) and returns
-// {ok, Pid}, ignore or {error, R} as §4.1 rule 3 (an exception in init gives its exit reason;
-// C++ has no "bad return value" or throw-as-return). call is gen:call: monitor with a receive
-// marker, send, wait on the reply or the DOWN; O(1) whatever the caller's mailbox holds. It
-// throws call_error (an exit_exception) for noproc, calling_self, timeout and the server's exit
-// reason, each wrapped as {Reason, {gen_server, call, ...}}. A reply arriving after a timeout is
-// dropped, never queued (replies are alias-like, see beamlet/core/detail/reply.hpp). cast always
-// succeeds. terminate runs on a stop result, on an exception in a callback, on the parent's EXIT
-// when the server traps exits, and on stop(); not when an exit signal kills a non-trapping
-// server. A {stop, R, Reply} result runs terminate before the reply is sent.
+/// @file
+/// beamlet/otp/gen_server.hpp: the GenServer behaviour (OTP gen_server, spec §4). This header is the
+/// umbrella: results in beamlet/otp/gen_server/results.hpp, clients in
+/// beamlet/otp/gen_server/client.hpp, the server loop in beamlet/otp/detail/gen_server_loop.hpp.
+///
+/// A server is a class deriving from gen_server<Self>; an instance lives inside its process and
+/// is its state. Callbacks, all optional except the handle_call/handle_cast overloads a client
+/// uses:
+///
+///   init()                                  -> void | gen::init_result (ok / ok.after(t) /
+///                                              ok.then(c) / ignore / stop(R))
+///   handle_call(const Req&, from<Reply>)     -> Reply | gen::call_result<Reply> (reply(v) /
+///                                              noreply() / stop(R, v) / stop(R), each .after(t)
+///                                              or .then(c))
+///   handle_cast(const Req&)                  -> void | gen::action (noreply() / stop(R))
+///   handle_info(any_message)                 -> void | gen::action
+///   handle_continue(any_message)             -> void | gen::action
+///   terminate(const exit_reason&)            -> void
+///
+/// Any callback may instead be a coroutine returning task<...> of the same, and co_await
+/// (call other servers, receive, sleep). handle_call/handle_cast may take the request as `Req&`
+/// instead and move from it: a delivered request belongs to the server. Requests are plain
+/// types that name their reply:
+///
+///   struct get { using reply_type = int; };
+///   struct counter : gen_server<counter> {
+///     int n = 0;
+///     int handle_call(const get&, from<int>) { return n; }
+///   };
+///   auto r = co_await counter::start_link(self, {});
+///   int v = co_await call(self, server_ref<counter>(r.pid()), get{});
+///
+/// Clients address a server through a typed server_ref<S> (a pid, a registered name, or a
+/// via_name resolved at each use, as Erlang's {via, Module, Name}), so a
+/// request the server does not handle is a compile-time error, and replies are typed.
+///
+/// Semantics (spec §4): start goes through proc_lib (beamlet/otp/proc_lib.hpp) and returns
+/// {ok, Pid}, ignore or {error, R} as §4.1 rule 3 (an exception in init gives its exit reason;
+/// C++ has no "bad return value" or throw-as-return). call is gen:call: monitor with a receive
+/// marker, send, wait on the reply or the DOWN; O(1) whatever the caller's mailbox holds. It
+/// throws call_error (an exit_exception) for noproc, calling_self, timeout and the server's exit
+/// reason, each wrapped as {Reason, {gen_server, call, ...}}. A reply arriving after a timeout is
+/// dropped, never queued (replies are alias-like, see beamlet/core/detail/reply.hpp). cast always
+/// succeeds. terminate runs on a stop result, on an exception in a callback, on the parent's EXIT
+/// when the server traps exits, and on stop(); not when an exit signal kills a non-trapping
+/// server. A {stop, R, Reply} result runs terminate before the reply is sent.
 #pragma once
 
 #include <optional>

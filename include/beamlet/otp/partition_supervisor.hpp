@@ -1,39 +1,40 @@
-// beamlet/otp/partition_supervisor.hpp: Elixir's PartitionSupervisor (spec §8).
-//
-// N independent copies of one child (normally a DynamicSupervisor), started as the children
-// 0..N-1 of a static supervisor, plus a routing table from partition to the partition's current
-// pid. A key picks a partition exactly as Elixir does, so traffic that would all queue in one
-// supervisor is spread over N mailboxes: the fix of the March 2026 outage.
-//
-//   partition_supervisor_options o;
-//   o.name = "conns";
-//   o.child = child_spec("dyn", dynamic_supervisor_start()).with_type(child_type::supervisor);
-//   co_await partition_supervisor::start_link(self, o);
-//   co_await dynamic_supervisor::start_child(self, partition_supervisor::via("conns", user_id),
-//                                            spec);
-//
-// Routing (§8.3 rule 7): an integral key goes to abs(key) % N; a string key to
-// erlang:phash2(<<Key>>, N), bit-exact with Elixir for the same binary; a pid or ref key to
-// its 64-bit value % N (Erlang's hash of those is not portable, so no port can match it).
-// Differences from Elixir 1.14, on purpose: routing always reaches the partition's live child
-// after a restart (1.14 keeps returning the dead pid for via-named supervisors, §8.3 rule 12);
-// a partition supervisor can also be addressed by pid; count_children and stop accept any
-// address. beamlet has no Registry module, so the supervisor's own name is a registered name.
-//
-// Errors: bad options are reported like a static supervisor's bad flags, as the start result
-// {error, {supervisor_data, E}} (E: missing_name, missing_child, {invalid_partitions, N}, or an
-// invalid strategy/intensity/period), or {error, {start_spec, {missing_start, P}}} when
-// with_arguments returns a spec without a start function for partition P; the options are
-// checked in the caller, and nothing is spawned. (Elixir raises ArgumentError for the first
-// four; beamlet reports every configuration error of every start function the same way, see
-// docs/errors.md.)
-// Routing through an unknown supervisor exits the caller with {noproc, {partition_supervisor,
-// partitions, [Name]}} (an exit_exception, not wrapped by call). A partition whose child is
-// dead or restarting routes to its last pid (calls fail with noproc until the restart
-// succeeds); one whose child returned ignore routes to the null pid.
-//
-// Thread-safety: routing (via, partitions, whereis) is safe from any thread; the other calls
-// are process (or mailbox) operations.
+/// @file
+/// beamlet/otp/partition_supervisor.hpp: Elixir's PartitionSupervisor (spec §8).
+///
+/// N independent copies of one child (normally a DynamicSupervisor), started as the children
+/// 0..N-1 of a static supervisor, plus a routing table from partition to the partition's current
+/// pid. A key picks a partition exactly as Elixir does, so traffic that would all queue in one
+/// supervisor is spread over N mailboxes: the fix of the March 2026 outage.
+///
+///   partition_supervisor_options o;
+///   o.name = "conns";
+///   o.child = child_spec("dyn", dynamic_supervisor_start()).with_type(child_type::supervisor);
+///   co_await partition_supervisor::start_link(self, o);
+///   co_await dynamic_supervisor::start_child(self, partition_supervisor::via("conns", user_id),
+///                                            spec);
+///
+/// Routing (§8.3 rule 7): an integral key goes to abs(key) % N; a string key to
+/// erlang:phash2(<<Key>>, N), bit-exact with Elixir for the same binary; a pid or ref key to
+/// its 64-bit value % N (Erlang's hash of those is not portable, so no port can match it).
+/// Differences from Elixir 1.14, on purpose: routing always reaches the partition's live child
+/// after a restart (1.14 keeps returning the dead pid for via-named supervisors, §8.3 rule 12);
+/// a partition supervisor can also be addressed by pid; count_children and stop accept any
+/// address. beamlet has no Registry module, so the supervisor's own name is a registered name.
+///
+/// Errors: bad options are reported like a static supervisor's bad flags, as the start result
+/// {error, {supervisor_data, E}} (E: missing_name, missing_child, {invalid_partitions, N}, or an
+/// invalid strategy/intensity/period), or {error, {start_spec, {missing_start, P}}} when
+/// with_arguments returns a spec without a start function for partition P; the options are
+/// checked in the caller, and nothing is spawned. (Elixir raises ArgumentError for the first
+/// four; beamlet reports every configuration error of every start function the same way, see
+/// docs/errors.md.)
+/// Routing through an unknown supervisor exits the caller with {noproc, {partition_supervisor,
+/// partitions, [Name]}} (an exit_exception, not wrapped by call). A partition whose child is
+/// dead or restarting routes to its last pid (calls fail with noproc until the restart
+/// succeeds); one whose child returned ignore routes to the null pid.
+///
+/// Thread-safety: routing (via, partitions, whereis) is safe from any thread; the other calls
+/// are process (or mailbox) operations.
 #pragma once
 
 #include <chrono>

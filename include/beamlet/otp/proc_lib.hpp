@@ -1,29 +1,30 @@
-// beamlet/otp/proc_lib.hpp: the synchronous start protocol (OTP proc_lib, spec §5).
-//
-// A starter spawns a child and blocks in a selective receive until the child reports how its
-// initialisation went (`starter::ack`, proc_lib:init_ack). Every gen_server, and so every
-// supervisor child start, goes through it. How the starter waits is selectable, per call or as a
-// process flag (`ack_wait(mode)`):
-//
-//  * ack_wait_mode::scan   - the receive is keyed on the child's pid, as in OTP 25-27. It
-//                            cannot skip anything, so it examines the starter's whole mailbox
-//                            once, then each new arrival. A supervisor with N queued requests
-//                            pays O(N) per child start: the outage (spec §1.3 rules 19-20).
-//  * ack_wait_mode::marker - the receive is keyed on a ref made (with a receive marker) just
-//                            before the spawn, as erlang/otp PR #11633 proposes: O(1) whatever
-//                            the backlog.
-//
-// Both modes give identical observable results (return values, and what is left in the
-// mailbox); only the cost differs. Results follow OTP 25 (§5.3-5.5):
-//  * the child acks R: returns R unchanged;
-//  * start_link, the child exits before acking: a trapping starter gets {error, Reason} (the EXIT
-//    is consumed); a non-trapping one is killed by the link if the reason is abnormal, and waits
-//    for the timeout if it is `normal`;
-//  * start (monitor, no link), the child exits before acking: {error, Reason};
-//  * timeout: the child is unlinked and killed, its EXIT (if any) flushed, {error, timeout}.
-// The default timeout is infinity, as in OTP.
-//
-// Thread-safety: called from the starting process itself (or the thread owning a scoped_process).
+/// @file
+/// beamlet/otp/proc_lib.hpp: the synchronous start protocol (OTP proc_lib, spec §5).
+///
+/// A starter spawns a child and blocks in a selective receive until the child reports how its
+/// initialisation went (`starter::ack`, proc_lib:init_ack). Every gen_server, and so every
+/// supervisor child start, goes through it. How the starter waits is selectable, per call or as a
+/// process flag (`ack_wait(mode)`):
+///
+///  * ack_wait_mode::scan   - the receive is keyed on the child's pid, as in OTP 25-27. It
+///                            cannot skip anything, so it examines the starter's whole mailbox
+///                            once, then each new arrival. A supervisor with N queued requests
+///                            pays O(N) per child start: the outage (spec §1.3 rules 19-20).
+///  * ack_wait_mode::marker - the receive is keyed on a ref made (with a receive marker) just
+///                            before the spawn, as erlang/otp PR #11633 proposes: O(1) whatever
+///                            the backlog.
+///
+/// Both modes give identical observable results (return values, and what is left in the
+/// mailbox); only the cost differs. Results follow OTP 25 (§5.3-5.5):
+///  * the child acks R: returns R unchanged;
+///  * start_link, the child exits before acking: a trapping starter gets {error, Reason} (the EXIT
+///    is consumed); a non-trapping one is killed by the link if the reason is abnormal, and waits
+///    for the timeout if it is `normal`;
+///  * start (monitor, no link), the child exits before acking: {error, Reason};
+///  * timeout: the child is unlinked and killed, its EXIT (if any) flushed, {error, timeout}.
+/// The default timeout is infinity, as in OTP.
+///
+/// Thread-safety: called from the starting process itself (or the thread owning a scoped_process).
 #pragma once
 
 #include <chrono>

@@ -1,13 +1,14 @@
-// beamlet/otp/rate_limit.hpp: token buckets, for start-rate limits and any process that wants one.
-//
-// A token_bucket admits `rate` events per second on average and `burst` at once. It is the
-// generic cell rate algorithm: one 64-bit word holds the time at which the bucket will be full
-// again, so try_acquire is a load and a compare-exchange, thread-safe without a lock, and
-// costs nothing while no one calls it. Time is passed in, so a bucket follows whatever clock
-// its user lives in (a process passes self.now(); with a manual_clock, tests are exact).
-//
-// Bad parameters (rate not positive or not finite, burst below 1 or not finite) throw
-// std::invalid_argument from the constructor.
+/// @file
+/// beamlet/otp/rate_limit.hpp: token buckets, for start-rate limits and any process that wants one.
+///
+/// A token_bucket admits `rate` events per second on average and `burst` at once. It is the
+/// generic cell rate algorithm: one 64-bit word holds the time at which the bucket will be full
+/// again, so try_acquire is a load and a compare-exchange, thread-safe without a lock, and
+/// costs nothing while no one calls it. Time is passed in, so a bucket follows whatever clock
+/// its user lives in (a process passes self.now(); with a manual_clock, tests are exact).
+///
+/// Bad parameters (rate not positive or not finite, burst below 1 or not finite) throw
+/// std::invalid_argument from the constructor.
 #pragma once
 
 #include <atomic>

@@ -1,29 +1,30 @@
-// beamlet/otp/run_until_signal.hpp: a service's main: serve until SIGINT or SIGTERM, then stop
-// the supervision tree in order.
-//
-//   int main() {
-//     beamlet::runtime rt;
-//     beamlet::scoped_process me(rt);
-//     const auto top = beamlet::supervisor::start_link(me, {}, init);
-//     if (!top.is_ok()) return 1;
-//     return beamlet::run_until_signal(rt, top.pid()).exit_code();
-//   }
-//
-// The calling thread (not a process) blocks until one of the signals arrives or the top
-// supervisor ends by itself (it gave up after too many restarts, or something killed it). On a
-// signal the tree is stopped as OTP stops an application: the top supervisor terminates its
-// children in reverse start order, each within its own child_spec shutdown, and then exits
-// with reason `normal`, so the mailbox that started it (linked to it) lives on. If the whole
-// stop takes longer than `run_options::shutdown`, the top supervisor and every process it or
-// its descendants spawned are killed (a child that traps exits would outlive its supervisor's
-// death otherwise).
-//
-// The signals are caught only while this waits: their previous dispositions are restored as
-// soon as one arrives, so a second Ctrl-C during a slow stop ends the program the usual way.
-// Signal dispositions belong to the whole program, so only one call may wait at a time: a
-// second concurrent call throws std::logic_error. A signal that cannot be caught (SIGKILL,
-// SIGSTOP, a bad number) throws std::invalid_argument before anything is changed. Call it from
-// an outside thread: it blocks the thread (a process would block its scheduler).
+/// @file
+/// beamlet/otp/run_until_signal.hpp: a service's main: serve until SIGINT or SIGTERM, then stop
+/// the supervision tree in order.
+///
+///   int main() {
+///     beamlet::runtime rt;
+///     beamlet::scoped_process me(rt);
+///     const auto top = beamlet::supervisor::start_link(me, {}, init);
+///     if (!top.is_ok()) return 1;
+///     return beamlet::run_until_signal(rt, top.pid()).exit_code();
+///   }
+///
+/// The calling thread (not a process) blocks until one of the signals arrives or the top
+/// supervisor ends by itself (it gave up after too many restarts, or something killed it). On a
+/// signal the tree is stopped as OTP stops an application: the top supervisor terminates its
+/// children in reverse start order, each within its own child_spec shutdown, and then exits
+/// with reason `normal`, so the mailbox that started it (linked to it) lives on. If the whole
+/// stop takes longer than `run_options::shutdown`, the top supervisor and every process it or
+/// its descendants spawned are killed (a child that traps exits would outlive its supervisor's
+/// death otherwise).
+///
+/// The signals are caught only while this waits: their previous dispositions are restored as
+/// soon as one arrives, so a second Ctrl-C during a slow stop ends the program the usual way.
+/// Signal dispositions belong to the whole program, so only one call may wait at a time: a
+/// second concurrent call throws std::logic_error. A signal that cannot be caught (SIGKILL,
+/// SIGSTOP, a bad number) throws std::invalid_argument before anything is changed. Call it from
+/// an outside thread: it blocks the thread (a process would block its scheduler).
 #pragma once
 
 #include <csignal>

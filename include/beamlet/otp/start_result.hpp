@@ -1,9 +1,10 @@
-// beamlet/otp/start_result.hpp: what a start function returns (OTP's {ok, Pid} | {ok, Pid, Info} |
-// ignore | {error, Reason}).
-//
-// It is what a child reports through proc_lib's init_ack, what gen_server::start_link returns,
-// and what every supervisor child start function must produce. A value type; `info` is an
-// arbitrary payload (std::any) for the {ok, Pid, Info} form.
+/// @file
+/// beamlet/otp/start_result.hpp: what a start function returns (OTP's {ok, Pid} | {ok, Pid, Info} |
+/// ignore | {error, Reason}).
+///
+/// It is what a child reports through proc_lib's init_ack, what gen_server::start_link returns,
+/// and what every supervisor child start function must produce. A value type; `info` is an
+/// arbitrary payload (std::any) for the {ok, Pid, Info} form.
 #pragma once
 
 #include <any>

@@ -1,27 +1,28 @@
-// beamlet/otp/supervisor.hpp: the static supervisor (OTP `supervisor`, spec §6).
-//
-// A supervisor is a process that starts a list of children in order, traps exits, and restarts
-// children that end according to their restart type and the supervisor's strategy:
-//  * one_for_one: only the child that ended;
-//  * one_for_all: all children (stopped in reverse start order, restarted in order);
-//  * rest_for_one: the child that ended and those started after it.
-// More than `intensity` restarts within `period` seconds (timestamps in whole seconds, window
-// inclusive, shared by all children) make the supervisor give up: it stops its other children
-// and exits with reason `shutdown`, escalating to its own supervisor. Children are stopped in
-// reverse start order, each according to its shutdown spec. Temporary children are never
-// restarted; a temporary sibling caught in a group restart is dropped, not restarted.
-//
-// Flags default to Elixir's Supervisor (one_for_one, 3 restarts in 5 s; Erlang's own map
-// default is intensity 1). The management API mirrors OTP's, with its error values as sup_error
-// codes. Calls wait without limit by default, as OTP's do (gen_server:call(Sup, Req,
-// infinity)); every call takes an optional `timeout` so that a stuck supervisor cannot block its
-// caller forever: when it expires the call throws call_error(timeout), as a gen_server call
-// does, and the supervisor is not told. Children start through the supervisor's
-// ack_wait flag (supervisor_options::wait), so a static supervisor can also be made O(1) in its
-// mailbox; the default is OTP's pid-keyed scan.
-//
-// Thread-safety: a supervisor is a process; these functions are called from processes (or, the
-// blocking form of each call, from the thread owning a scoped_process).
+/// @file
+/// beamlet/otp/supervisor.hpp: the static supervisor (OTP `supervisor`, spec §6).
+///
+/// A supervisor is a process that starts a list of children in order, traps exits, and restarts
+/// children that end according to their restart type and the supervisor's strategy:
+///  * one_for_one: only the child that ended;
+///  * one_for_all: all children (stopped in reverse start order, restarted in order);
+///  * rest_for_one: the child that ended and those started after it.
+/// More than `intensity` restarts within `period` seconds (timestamps in whole seconds, window
+/// inclusive, shared by all children) make the supervisor give up: it stops its other children
+/// and exits with reason `shutdown`, escalating to its own supervisor. Children are stopped in
+/// reverse start order, each according to its shutdown spec. Temporary children are never
+/// restarted; a temporary sibling caught in a group restart is dropped, not restarted.
+///
+/// Flags default to Elixir's Supervisor (one_for_one, 3 restarts in 5 s; Erlang's own map
+/// default is intensity 1). The management API mirrors OTP's, with its error values as sup_error
+/// codes. Calls wait without limit by default, as OTP's do (gen_server:call(Sup, Req,
+/// infinity)); every call takes an optional `timeout` so that a stuck supervisor cannot block its
+/// caller forever: when it expires the call throws call_error(timeout), as a gen_server call
+/// does, and the supervisor is not told. Children start through the supervisor's
+/// ack_wait flag (supervisor_options::wait), so a static supervisor can also be made O(1) in its
+/// mailbox; the default is OTP's pid-keyed scan.
+///
+/// Thread-safety: a supervisor is a process; these functions are called from processes (or, the
+/// blocking form of each call, from the thread owning a scoped_process).
 #pragma once
 
 #include <chrono>

@@ -1,10 +1,11 @@
-// beamlet/otp/supervisor_stats.hpp: what every supervisor of a runtime has done, for metrics.
-//
-// Each supervisor (static, dynamic, and each partition of a PartitionSupervisor) keeps a few
-// counters that it bumps itself as it works, and that any thread can read at any time without
-// asking it: a supervisor drowning in start requests is exactly the one an operator needs to
-// see. Counters are totals since the supervisor started; the list holds the supervisors alive
-// when it is taken. Thread-safe.
+/// @file
+/// beamlet/otp/supervisor_stats.hpp: what every supervisor of a runtime has done, for metrics.
+///
+/// Each supervisor (static, dynamic, and each partition of a PartitionSupervisor) keeps a few
+/// counters that it bumps itself as it works, and that any thread can read at any time without
+/// asking it: a supervisor drowning in start requests is exactly the one an operator needs to
+/// see. Counters are totals since the supervisor started; the list holds the supervisors alive
+/// when it is taken. Thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -1,23 +1,24 @@
-// beamlet/otp/sys.hpp: sys-style debugging of a running gen_server (OTP's sys module).
-//
-//   counter c = co_await sys::get_state<counter>(self, "counter");  // a copy of the state
-//   int n = co_await sys::get_state<counter>(self, "counter",
-//                                            [](const counter& s) { return s.n; });
-//   server_status st = co_await sys::get_status(self, "counter");  // to_string(st) prints it
-//   co_await sys::trace(self, "counter", true);  // each message in and reply out is logged
-//   co_await sys::statistics(self, "counter", true);
-//   std::optional<server_statistics> s = co_await sys::get_statistics(self, "counter");
-//   co_await sys::suspend(self, "counter");  // handles only system messages until resume
-//   co_await sys::resume(self, "counter");
-//
-// Each is a request the server answers between two of its messages, in its own process, so the
-// state it reports is consistent and never read concurrently. Every function also has a blocking
-// form for outside threads (the same call, made with a scoped_process). Errors are those of a call
-// (call_error): noproc when the server is not alive, timeout when it does not answer in time (a
-// process that is not a gen_server never answers, as in OTP), the server's exit reason if it dies
-// meanwhile. get_state<S> on a server of another class throws std::invalid_argument. A suspended
-// server still answers system messages and can still be stopped; its gen_server timeout does not
-// run. Traces go to the logger at `notice`, as "*DBG* <0.9.0> got call ...".
+/// @file
+/// beamlet/otp/sys.hpp: sys-style debugging of a running gen_server (OTP's sys module).
+///
+///   counter c = co_await sys::get_state<counter>(self, "counter");  // a copy of the state
+///   int n = co_await sys::get_state<counter>(self, "counter",
+///                                            [](const counter& s) { return s.n; });
+///   server_status st = co_await sys::get_status(self, "counter");  // to_string(st) prints it
+///   co_await sys::trace(self, "counter", true);  // each message in and reply out is logged
+///   co_await sys::statistics(self, "counter", true);
+///   std::optional<server_statistics> s = co_await sys::get_statistics(self, "counter");
+///   co_await sys::suspend(self, "counter");  // handles only system messages until resume
+///   co_await sys::resume(self, "counter");
+///
+/// Each is a request the server answers between two of its messages, in its own process, so the
+/// state it reports is consistent and never read concurrently. Every function also has a blocking
+/// form for outside threads (the same call, made with a scoped_process). Errors are those of a call
+/// (call_error): noproc when the server is not alive, timeout when it does not answer in time (a
+/// process that is not a gen_server never answers, as in OTP), the server's exit reason if it dies
+/// meanwhile. get_state<S> on a server of another class throws std::invalid_argument. A suspended
+/// server still answers system messages and can still be stopped; its gen_server timeout does not
+/// run. Traces go to the logger at `notice`, as "*DBG* <0.9.0> got call ...".
 #pragma once
 
 #include <chrono>

@@ -1,23 +1,24 @@
-// beamlet/otp/gen_server/client.hpp: talking to a GenServer: server_ref, call, cast, stop,
-// send_request/receive_response, reply.
-//
-// A server_ref<S> addresses a server of type S by pid, registered name or via name, resolved at
-// each use; the request types S handles are checked at compile time and replies are typed.
-//
-//  * call (gen_server:call, spec §4.2): monitor the server with a receive marker, send, wait for
-//    the reply or the DOWN. O(1) whatever the caller's mailbox holds. Throws call_error (an
-//    exit_exception): noproc, calling_self, timeout, or the server's exit reason, each wrapped
-//    as {Reason, {gen_server, call, [Server, Request, Timeout]}}. A reply that arrives after the
-//    call gave up is dropped, never queued (replies are alias-like, beamlet/core/detail/reply.hpp).
-//    The timeout (default 5 s) follows beamlet/core/timeout.hpp and is checked before anything is
-//    sent.
-//  * cast always succeeds, even when nobody is there (§4.3 rule 11).
-//  * stop (gen_server:stop, §4.4 rule 17) waits until the server has exited; its errors are
-//    OTP's bare reasons (noproc, timeout, or the reason the server exited with).
-//
-// Each blocking operation has a coroutine form for processes (co_await it) and a blocking form
-// for an outside thread's scoped_process; both run the same protocol code
-// (detail::run_to_completion).
+/// @file
+/// beamlet/otp/gen_server/client.hpp: talking to a GenServer: server_ref, call, cast, stop,
+/// send_request/receive_response, reply.
+///
+/// A server_ref<S> addresses a server of type S by pid, registered name or via name, resolved at
+/// each use; the request types S handles are checked at compile time and replies are typed.
+///
+///  * call (gen_server:call, spec §4.2): monitor the server with a receive marker, send, wait for
+///    the reply or the DOWN. O(1) whatever the caller's mailbox holds. Throws call_error (an
+///    exit_exception): noproc, calling_self, timeout, or the server's exit reason, each wrapped
+///    as {Reason, {gen_server, call, [Server, Request, Timeout]}}. A reply that arrives after the
+///    call gave up is dropped, never queued (replies are alias-like, beamlet/core/detail/reply.hpp).
+///    The timeout (default 5 s) follows beamlet/core/timeout.hpp and is checked before anything is
+///    sent.
+///  * cast always succeeds, even when nobody is there (§4.3 rule 11).
+///  * stop (gen_server:stop, §4.4 rule 17) waits until the server has exited; its errors are
+///    OTP's bare reasons (noproc, timeout, or the reason the server exited with).
+///
+/// Each blocking operation has a coroutine form for processes (co_await it) and a blocking form
+/// for an outside thread's scoped_process; both run the same protocol code
+/// (detail::run_to_completion).
 #pragma once
 
 #include <optional>

@@ -1,10 +1,11 @@
-// beamlet/otp/gen_server/results.hpp: what GenServer callbacks return, and how calls fail.
-//
-// The C++ forms of OTP's callback tuples: gen::reply(v), gen::noreply(), gen::stop(R),
-// gen::stop(R, v), gen::ok(), gen::ignore(), each non-stop result refinable with .after(t)
-// ({..., Timeout}) and .then(c) ({continue, C}); from<Reply> for the caller of a call (OTP's
-// {Pid, Tag}); call_error, what a failed call or stop throws. Value types; a continuation
-// message is owned by its result and freed with it.
+/// @file
+/// beamlet/otp/gen_server/results.hpp: what GenServer callbacks return, and how calls fail.
+///
+/// The C++ forms of OTP's callback tuples: gen::reply(v), gen::noreply(), gen::stop(R),
+/// gen::stop(R, v), gen::ok(), gen::ignore(), each non-stop result refinable with .after(t)
+/// ({..., Timeout}) and .then(c) ({continue, C}); from<Reply> for the caller of a call (OTP's
+/// {Pid, Tag}); call_error, what a failed call or stop throws. Value types; a continuation
+/// message is owned by its result and freed with it.
 #pragma once
 
 #include <concepts>

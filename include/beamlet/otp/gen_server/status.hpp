@@ -1,6 +1,7 @@
-// beamlet/otp/gen_server/status.hpp: what sys-style debugging (beamlet/otp/sys.hpp) reads from a
-// gen_server, and the system request that carries it. The server answers these between two
-// messages, in its own process, so what it reports is consistent.
+/// @file
+/// beamlet/otp/gen_server/status.hpp: what sys-style debugging (beamlet/otp/sys.hpp) reads from a
+/// gen_server, and the system request that carries it. The server answers these between two
+/// messages, in its own process, so what it reports is consistent.
 #pragma once
 
 #include <chrono>
