@@ -17,8 +17,8 @@
 /// refused); the listen backlog holds the rest. Peers that open a connection and then send
 /// nothing are cut off by listen.accepted.idle_timeout (tcp.hpp), for every handler at once.
 /// The pool's counters are also in the runtime's metrics (beamlet_net_pool_*{pool="name"}). An
-/// accept that fails for want of descriptors (EMFILE, ENFILE) or memory makes that acceptor back off
-/// (10 ms doubling to 1 s) and try again; the other acceptors and every connection carry on. A
+/// accept that fails for want of descriptors (EMFILE, ENFILE) or memory makes that acceptor back
+/// off (10 ms doubling to 1 s) and try again; the other acceptors and every connection carry on. A
 /// crashing acceptor is restarted; a crashing listener restarts the acceptors with it
 /// (rest_for_one), not the connections. Stopped in reverse order: acceptors, then the listener
 /// (nothing more is accepted), then the connections.

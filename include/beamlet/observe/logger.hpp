@@ -1,11 +1,12 @@
 /// @file
-/// beamlet/observe/logger.hpp: the runtime's logger: levels, handlers, reports, overload protection.
+/// beamlet/observe/logger.hpp: the runtime's logger: levels, handlers, reports, overload
+/// protection.
 ///
 /// Every runtime has one logger, made with the runtime. Events (plain messages and the reports of
-/// beamlet/core/log_event.hpp) are made on any thread, go through a bounded queue, and are formatted
-/// and written by the logger's own thread (started on the first event), so logging never blocks a
-/// scheduler on I/O. Defaults, like OTP's logger: level `notice`, one handler writing text to
-/// stderr; crash, supervisor and gen_server reports are errors, so they are printed; progress
+/// beamlet/core/log_event.hpp) are made on any thread, go through a bounded queue, and are
+/// formatted and written by the logger's own thread (started on the first event), so logging never
+/// blocks a scheduler on I/O. Defaults, like OTP's logger: level `notice`, one handler writing text
+/// to stderr; crash, supervisor and gen_server reports are errors, so they are printed; progress
 /// reports are `info`, so they are not.
 ///
 ///   beamlet::log(self, beamlet::log_level::warning, "cache miss rate " + std::to_string(r));

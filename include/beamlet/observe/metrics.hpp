@@ -26,9 +26,9 @@
 /// names.
 /// Counters count since the runtime started (Prometheus derives rates, e.g. the start_child
 /// rate, with rate()). messages_total is published by each scheduler between runs (at least
-/// every 16 runs, and whenever it idles), so it may trail by a scheduler's last few runs. Collecting
-/// reads counters the runtime keeps per scheduler, and one pass over the registered names; it never
-/// asks a process anything, so it answers under overload. Thread-safe.
+/// every 16 runs, and whenever it idles), so it may trail by a scheduler's last few runs.
+/// Collecting reads counters the runtime keeps per scheduler, and one pass over the registered
+/// names; it never asks a process anything, so it answers under overload. Thread-safe.
 #pragma once
 
 #include <cstddef>

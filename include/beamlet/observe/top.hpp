@@ -8,8 +8,8 @@
 /// top(n, by) is recon:proc_count/2: the n processes with the largest value now. top_window is
 /// recon:proc_window/3: the n processes whose value grew most over `interval` (a process born
 /// during the interval counts from zero). Both read every process without its cooperation (see
-/// beamlet/core/process_info.hpp), so they answer while the system is overloaded; a pass costs about
-/// 60 ms per million processes (2 cores). Entries are ordered largest first, ties by pid.
+/// beamlet/core/process_info.hpp), so they answer while the system is overloaded; a pass costs
+/// about 60 ms per million processes (2 cores). Entries are ordered largest first, ties by pid.
 /// Thread-safe. top_window from a process waits in a receive (the process can still be killed);
 /// from an outside thread it sleeps.
 #pragma once

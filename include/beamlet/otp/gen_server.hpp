@@ -1,6 +1,6 @@
 /// @file
-/// beamlet/otp/gen_server.hpp: the GenServer behaviour (OTP gen_server, spec §4). This header is the
-/// umbrella: results in beamlet/otp/gen_server/results.hpp, clients in
+/// beamlet/otp/gen_server.hpp: the GenServer behaviour (OTP gen_server, spec §4). This header is
+/// the umbrella: results in beamlet/otp/gen_server/results.hpp, clients in
 /// beamlet/otp/gen_server/client.hpp, the server loop in beamlet/otp/detail/gen_server_loop.hpp.
 ///
 /// A server is a class deriving from gen_server<Self>; an instance lives inside its process and

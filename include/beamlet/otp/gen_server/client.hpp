@@ -9,9 +9,9 @@
 ///    the reply or the DOWN. O(1) whatever the caller's mailbox holds. Throws call_error (an
 ///    exit_exception): noproc, calling_self, timeout, or the server's exit reason, each wrapped
 ///    as {Reason, {gen_server, call, [Server, Request, Timeout]}}. A reply that arrives after the
-///    call gave up is dropped, never queued (replies are alias-like, beamlet/core/detail/reply.hpp).
-///    The timeout (default 5 s) follows beamlet/core/timeout.hpp and is checked before anything is
-///    sent.
+///    call gave up is dropped, never queued (replies are alias-like,
+///    beamlet/core/detail/reply.hpp). The timeout (default 5 s) follows beamlet/core/timeout.hpp
+///    and is checked before anything is sent.
 ///  * cast always succeeds, even when nobody is there (§4.3 rule 11).
 ///  * stop (gen_server:stop, §4.4 rule 17) waits until the server has exited; its errors are
 ///    OTP's bare reasons (noproc, timeout, or the reason the server exited with).
