@@ -1,7 +1,6 @@
-/// @file
-/// beamlet/mailbox_limit.hpp: moved to <beamlet/core/mailbox_limit.hpp>; this path is deprecated in
-/// 0.2 and goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the
-/// warning.
+// beamlet/mailbox_limit.hpp: moved to <beamlet/core/mailbox_limit.hpp>; this path is deprecated in
+// 0.2 and goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the
+// warning.
 #pragma once
 
 #ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS

@@ -1,7 +1,6 @@
-/// @file
-/// beamlet/process_info.hpp: moved to <beamlet/core/process_info.hpp>; this path is deprecated in
-/// 0.2 and goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the
-/// warning.
+// beamlet/process_info.hpp: moved to <beamlet/core/process_info.hpp>; this path is deprecated in
+// 0.2 and goes away in 0.3. Define BEAMLET_NO_DEPRECATED_HEADER_WARNINGS to include it without the
+// warning.
 #pragma once
 
 #ifndef BEAMLET_NO_DEPRECATED_HEADER_WARNINGS
