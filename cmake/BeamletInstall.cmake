@@ -2,19 +2,23 @@
 #   find_package(beamlet REQUIRED)  and link  beamlet::beamlet.
 include(CMakePackageConfigHelpers)
 
+# Two components, as Debian splits a library (cmake/BeamletPackage.cmake): `runtime` is the
+# shared library a program needs to run, `dev` everything a build needs (headers, the static
+# library or the shared library's link name, the CMake package, the pkg-config file).
 install(TARGETS beamlet
   EXPORT beamletTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/beamlet
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
 set(BEAMLET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/beamlet)
 install(EXPORT beamletTargets
   FILE beamletTargets.cmake
   NAMESPACE beamlet::
-  DESTINATION ${BEAMLET_CMAKE_DIR})
+  DESTINATION ${BEAMLET_CMAKE_DIR}
+  COMPONENT dev)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/beamletConfig.cmake.in
   ${PROJECT_BINARY_DIR}/beamletConfig.cmake
@@ -31,7 +35,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/beamletConfigVersion.cmak
 install(FILES
   ${PROJECT_BINARY_DIR}/beamletConfig.cmake
   ${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake
-  DESTINATION ${BEAMLET_CMAKE_DIR})
+  DESTINATION ${BEAMLET_CMAKE_DIR}
+  COMPONENT dev)
 
 # pkg-config (beamlet.pc), for builds that do not use CMake. The library is static unless
 # BUILD_SHARED_LIBS, so what it links is in Libs.private (pkg-config --static --libs).
@@ -42,9 +47,12 @@ if(BEAMLET_TLS)
   set(BEAMLET_PC_PRIVATE_LIBS "-lssl -lcrypto")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/beamlet.pc.in ${PROJECT_BINARY_DIR}/beamlet.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/beamlet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/beamlet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT dev)
 
 # Build-tree export: a consumer may point beamlet_DIR at the build directory.
 export(EXPORT beamletTargets
   FILE ${PROJECT_BINARY_DIR}/beamletTargets.cmake
   NAMESPACE beamlet::)
+
+include(${CMAKE_CURRENT_LIST_DIR}/BeamletPackage.cmake)
