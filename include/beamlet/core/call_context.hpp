@@ -6,11 +6,13 @@
 /// outside thread through its scoped_process, where it blocks the thread and returns T. Both run
 /// the same protocol, so such a call is declared once, over its context:
 ///
+/// @code
 ///   template <call_context Ctx>
 ///   static in_context<Ctx, child_counts> count_children(Ctx& self, supervisor_ref sup, ...);
 ///
 ///   child_counts c = co_await supervisor::count_children(self, sup);  // in a process
 ///   child_counts c = supervisor::count_children(me, sup);             // on a thread
+/// @endcode
 ///
 /// Thread-safety and failure are those of the call: the context is used by its owner only (the
 /// process running, or the thread owning the scoped_process), and a call's errors are the same

@@ -38,10 +38,14 @@ BEAMLET_BEGIN_NAMESPACE
 /// time point, whichever runtime_clock is in use (a manual_clock counts from its own origin).
 using clock_time = std::chrono::steady_clock::time_point;
 
+/// Where a runtime reads its time (runtime_options::clock). beamlet has two: the steady
+/// clock (steady_runtime_clock, the default) and virtual time (manual_clock); a runtime rejects
+/// any other clock that is not manual, since its timers sleep in steady time.
 class runtime_clock {
  public:
   /// std::chrono's names for a clock's types (clock_time and its duration).
   using time_point = clock_time;
+  /// The clock's tick: clock_time::duration (nanoseconds on the usual standard libraries).
   using duration = clock_time::duration;
 
   virtual ~runtime_clock() = default;
@@ -56,6 +60,8 @@ class runtime_clock {
     (void)f;
     return 0;
   }
+  /// Removes the callback subscribe() returned `id` for; an advance() running it is waited
+  /// for. Unknown ids are ignored.
   virtual void unsubscribe(std::uint64_t id) noexcept { (void)id; }
 };
 
@@ -89,6 +95,7 @@ class manual_clock final : public runtime_clock {
     listeners_.push_back({++next_id_, std::move(f)});
     return next_id_;
   }
+  /// Removes the callback `id`, after waiting for an advance() in progress.
   void unsubscribe(std::uint64_t id) noexcept override {
     std::lock_guard lock(mu_);
     std::erase_if(listeners_, [id](const listener& l) { return l.id == id; });

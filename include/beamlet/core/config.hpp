@@ -6,9 +6,12 @@
 /// instead of misbehaving at run time.
 #pragma once
 
+/// Opens `namespace beamlet { inline namespace v0 {`: every public declaration sits between
+/// this and BEAMLET_END_NAMESPACE.
 #define BEAMLET_BEGIN_NAMESPACE \
   namespace beamlet {           \
   inline namespace v0 {
+/// Closes the two namespaces BEAMLET_BEGIN_NAMESPACE opened.
 #define BEAMLET_END_NAMESPACE \
   }                           \
   }

@@ -15,6 +15,8 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// The expected failures, as std::error_code values of error_category(); an errc compares
+/// equal to its std::error_code (std::is_error_code_enum is specialised below).
 enum class errc {
   not_registered = 1,  ///< send/whereis/unregister of a name nobody holds (Erlang: badarg)
   name_taken,          ///< register_name: another process holds the name
@@ -27,8 +29,12 @@ enum class errc {
   not_encodable,
 };
 
+/// The `beamlet` error category: one instance for the program, whose message() describes each
+/// errc in words.
 const std::error_category& error_category() noexcept;
 
+/// The std::error_code for `e` in error_category(); found by argument-dependent lookup, so
+/// `std::error_code ec = errc::name_taken;` works.
 inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }

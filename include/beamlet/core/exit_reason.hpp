@@ -31,6 +31,7 @@ BEAMLET_BEGIN_NAMESPACE
 /// An atom inside exit_reason::error_tuple: printed bare where Erlang prints it bare
 /// (`drop_oldest`), quoted otherwise (`'Drop me'`).
 struct reason_atom {
+  /// The atom's text, unquoted; it must outlive the error_tuple call.
   std::string_view name;
 };
 
@@ -42,8 +43,12 @@ void append_erlang_atom(std::string& out, std::string_view name);
 void append_erlang_string(std::string& out, std::string_view text);
 }  // namespace detail
 
+/// Why a process ended: the Reason of OTP's `{'EXIT', Pid, Reason}` and `{'DOWN', ..., Reason}`.
+/// Build one with the named constructors (normal(), shutdown(), error(), ...); test it with
+/// which(), is_normal() and is_clean().
 class exit_reason {
  public:
+  /// The reasons OTP gives meaning to, and the two catch-alls (exception and error).
   enum class kind : std::uint8_t {
     normal,     ///< the body returned, or `exit(normal)`
     shutdown,   ///< `shutdown`, or `{shutdown, Detail}` when detail() is non-empty
@@ -57,12 +62,19 @@ class exit_reason {
   /// The `normal` reason.
   exit_reason() noexcept = default;
 
+  /// `normal`: the process finished its work. Linked processes that do not trap exits ignore it.
   static exit_reason normal() noexcept { return exit_reason(kind::normal); }
+  /// `shutdown`: asked to stop (how a supervisor stops a child); clean, like `normal`.
   static exit_reason shutdown() noexcept { return exit_reason(kind::shutdown); }
-  /// `{shutdown, Detail}`: clean like `shutdown`, but carries why.
+  /// `{shutdown, Detail}`: clean like `shutdown`, but carries why. An empty `detail` gives
+  /// plain `shutdown`.
   static exit_reason shutdown(std::string detail);
+  /// `kill`: sent as an exit signal, it ends the target even when it traps exits, with
+  /// reason `killed`.
   static exit_reason kill() noexcept { return exit_reason(kind::kill); }
+  /// `killed`: the reason of a process ended by a `kill` signal.
   static exit_reason killed() noexcept { return exit_reason(kind::killed); }
+  /// `noproc`: the process did not exist (a link or monitor to a dead pid).
   static exit_reason noproc() noexcept { return exit_reason(kind::noproc); }
   /// Any other reason, written as an Erlang term would print (`timeout`, `{badarg,x}`).
   static exit_reason error(std::string term);
@@ -79,21 +91,29 @@ class exit_reason {
     t += '}';
     return error(std::move(t));
   }
+  /// `{exception, TypeName, "what"}`: a C++ exception of type `type_name` with message `what`
+  /// (`kind::exception`). from_exception builds it from a caught exception.
   static exit_reason exception(std::string type_name, std::string what);
   /// The reason for an exception of any type: an `exit_exception` gives its own reason; any
-  /// other gives kind::exception with its demangled dynamic type and `what()` (empty when
+  /// other gives `kind::exception` with its demangled dynamic type and `what()` (empty when
   /// `what()` is null; the text itself for a thrown `const char*` or std::string; empty for
-  /// other non-std::exception types). Never throws: if memory runs out while the reason is
-  /// built, the result is {exception,std::bad_alloc,...}.
+  /// other non-`std::exception` types). Never throws: if memory runs out while the reason is
+  /// built, the result is `{exception,std::bad_alloc,...}`.
   static exit_reason from_exception(const std::exception_ptr& e) noexcept;
 
+  /// Shares `other`'s payload (a reference count increment; no allocation).
   exit_reason(const exit_reason& other) noexcept;
+  /// Takes `other`'s payload; `other` is left `normal`.
   exit_reason(exit_reason&& other) noexcept;
+  /// Shares `other`'s payload, releasing this one's.
   exit_reason& operator=(const exit_reason& other) noexcept;
+  /// Takes `other`'s payload, releasing this one's; `other` is left `normal`.
   exit_reason& operator=(exit_reason&& other) noexcept;
   ~exit_reason();
 
+  /// The reason's kind.
   kind which() const noexcept { return kind_; }
+  /// True for `normal` only (not `shutdown`: see is_clean()).
   bool is_normal() const noexcept { return kind_ == kind::normal; }
   /// `normal`, `shutdown` and `{shutdown, _}`: no crash report, no restart of a transient
   /// child (spec §2 rule 8).
@@ -120,7 +140,9 @@ class exit_reason {
   /// `{exception,std::runtime_error,"boom"}`, or the error term itself.
   std::string to_string() const;
 
+  /// Same kind, detail() and exception_type(); a value attached with with_value is ignored.
   friend bool operator==(const exit_reason& a, const exit_reason& b) noexcept;
+  /// Writes to_string().
   friend std::ostream& operator<<(std::ostream& os, const exit_reason& r);
 
  private:
@@ -158,8 +180,11 @@ class exit_reason {
 /// exit reason, unwrapped. `link()` throws it with `noproc` (spec §2 rule 2).
 class exit_exception : public std::exception {
  public:
+  /// An exception that ends the process with `reason`.
   explicit exit_exception(exit_reason reason);
+  /// The reason the process ends with.
   const exit_reason& reason() const noexcept { return reason_; }
+  /// "beamlet: exit " followed by reason().to_string().
   const char* what() const noexcept override { return text_.c_str(); }
 
  private:

@@ -68,6 +68,7 @@ T& extension(detail::runtime_core& rt) {
   auto make = []() -> std::unique_ptr<runtime_extension> { return std::make_unique<T>(); };
   return static_cast<T&>(detail::extension_slot(rt, &detail::extension_key<T>, make));
 }
+/// The T of runtime `rt` (created on first use): the form for code holding the runtime.
 template <class T>
 T& extension(runtime& rt) {
   return extension<T>(rt.core());

@@ -25,12 +25,19 @@ BEAMLET_BEGIN_NAMESPACE
 /// process's identifier. Local serials stay below 2^48, so the two never meet.
 class pid {
  public:
+  /// The top bit: set in every remote pid, never in a local one.
   static constexpr std::uint64_t remote_bit = std::uint64_t{1} << 63;
+  /// Where a remote pid's node slot starts (bits 48..62).
   static constexpr unsigned node_shift = 48;
+  /// The low 48 bits: a remote pid's identifier on its own node.
   static constexpr std::uint64_t data_mask = (std::uint64_t{1} << node_shift) - 1;
+  /// The highest node slot (2^15 - 1): at most this many node incarnations per program.
   static constexpr std::uint32_t max_node_slot = (1u << 15) - 1;
 
+  /// The null pid: names no process; sending to it does nothing.
   constexpr pid() noexcept = default;
+  /// The pid with this raw 64-bit value (as serial() returns it). Runtimes hand out pids; this
+  /// is for round-tripping a stored value, not for making up a process.
   constexpr explicit pid(std::uint64_t serial) noexcept : serial_(serial) {}
   /// A process on another node: `slot` (1..max_node_slot) is the node incarnation, `data`
   /// (below 2^48) the process's identifier there.
@@ -38,6 +45,8 @@ class pid {
     return pid(remote_bit | (std::uint64_t{slot} << node_shift) | (data & data_mask));
   }
 
+  /// The raw 64-bit value: the local serial, or the whole encoding of a remote pid. 0 for the
+  /// null pid.
   constexpr std::uint64_t serial() const noexcept { return serial_; }
   /// True for every pid a runtime handed out; false for the null pid.
   constexpr explicit operator bool() const noexcept { return serial_ != 0; }
@@ -50,11 +59,13 @@ class pid {
   /// The identifier part of a remote pid (the serial of a local one).
   constexpr std::uint64_t data() const noexcept { return serial_ & data_mask; }
 
+  /// Orders by the raw value: local pids by serial (spawn order), then all remote pids.
   friend constexpr auto operator<=>(pid, pid) noexcept = default;
 
   /// `<0.N.0>`, as Erlang prints a local pid; `<S.N.M>` for a remote one (S its node slot, N
   /// and M the number and serial its node gave it).
   std::string to_string() const;
+  /// Writes to_string().
   friend std::ostream& operator<<(std::ostream& os, pid p);
 
  private:
@@ -64,16 +75,22 @@ class pid {
 /// A unique reference: a monitor reference, a timer reference or a `make_ref()` tag.
 class ref {
  public:
+  /// The null reference: matches no monitor or timer.
   constexpr ref() noexcept = default;
+  /// The reference with this raw value (as value() returns it).
   constexpr explicit ref(std::uint64_t value) noexcept : value_(value) {}
 
+  /// The raw 64-bit value; 0 for the null reference.
   constexpr std::uint64_t value() const noexcept { return value_; }
+  /// True for every reference a runtime handed out; false for the null reference.
   constexpr explicit operator bool() const noexcept { return value_ != 0; }
 
+  /// Orders by the raw value: a total order for maps and sets, with no meaning beyond it.
   friend constexpr auto operator<=>(ref, ref) noexcept = default;
 
   /// `#Ref<0.N>`.
   std::string to_string() const;
+  /// Writes to_string().
   friend std::ostream& operator<<(std::ostream& os, ref r);
 
  private:

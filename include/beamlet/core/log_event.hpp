@@ -39,8 +39,10 @@ enum class log_level : std::uint8_t {
 /// "error", "warning"...
 std::string_view to_string(log_level l) noexcept;
 
+/// One event for the logger: a plain message or an OTP-style report (see the header comment).
 struct log_event {
-  log_level level = log_level::notice;
+  log_level level = log_level::notice;  ///< its severity; the logger drops those below its own
+  /// When it happened, in wall-clock time; left at the epoch, it is stamped when emitted.
   std::chrono::system_clock::time_point time{};
   /// The process the event is from or about (the null pid: none).
   beamlet::pid pid{};

@@ -30,6 +30,8 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// What a bounded mailbox does with a message that arrives when `capacity` ordinary messages
+/// are already there (see the header comment for when each decides).
 enum class overflow_policy : std::uint8_t {
   drop_newest,  ///< the message that finds the mailbox full is dropped
   drop_oldest,  ///< the oldest queued message makes room for it
@@ -38,8 +40,8 @@ enum class overflow_policy : std::uint8_t {
 
 /// spawn_options::mailbox. A capacity of 0 means unbounded (the default).
 struct mailbox_limit {
-  std::size_t capacity = 0;
-  overflow_policy policy = overflow_policy::drop_newest;
+  std::size_t capacity = 0;  ///< most ordinary messages held; 0: unbounded
+  overflow_policy policy = overflow_policy::drop_newest;  ///< what happens to one more
 };
 
 BEAMLET_END_NAMESPACE

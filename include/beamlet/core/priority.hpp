@@ -37,15 +37,20 @@ BEAMLET_BEGIN_NAMESPACE
 struct priority_t {
   explicit constexpr priority_t() = default;
 };
+/// Pass as the tag argument: `call(self, server, req, priority, 5s)`.
 inline constexpr priority_t priority{};
 
 /// A priority alias: the owner's pid and the alias's own unique reference.
 struct priority_alias {
-  beamlet::pid owner;
-  beamlet::ref id;
+  beamlet::pid owner;  ///< the process that receives what is sent through the alias
+  beamlet::ref id;     ///< tells this alias apart from the owner's others; null: no alias
 
+  /// True for an alias a process made; false for the default (null) value. Says nothing of
+  /// whether the alias is still active.
   constexpr explicit operator bool() const noexcept { return static_cast<bool>(id); }
+  /// Orders by owner, then id.
   friend constexpr auto operator<=>(const priority_alias&, const priority_alias&) = default;
+  /// `#Alias<<0.N.0>,#Ref<0.M>>`, for logs.
   std::string to_string() const {
     return "#Alias<" + owner.to_string() + "," + id.to_string() + ">";
   }

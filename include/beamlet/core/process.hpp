@@ -48,14 +48,18 @@ BEAMLET_BEGIN_NAMESPACE
 
 /// Result of spawn_monitor: the new process and the monitor on it.
 struct spawn_result {
+  /// The new process.
   beamlet::pid pid;
+  /// The monitor on it; the null ref when none was asked for (spawn_opt without monitor).
   beamlet::ref monitor;
 };
 
 /// Options of spawn_opt: link and/or monitor the child atomically with its creation, and bound
 /// its mailbox (beamlet/core/mailbox_limit.hpp).
 struct spawn_options {
+  /// Link the child to the spawner (spawn_link).
   bool link = false;
+  /// Monitor the child; the ref is returned in spawn_result::monitor (spawn_monitor).
   bool monitor = false;
   bool marked = false;  ///< with monitor: the monitor ref carries a receive marker
   /// Capacity 0 (the default): unbounded. A policy outside the enum throws
@@ -77,6 +81,7 @@ using ack_wait [[deprecated("beamlet::ack_wait is now beamlet::ack_wait_mode")]]
 struct flush_t {
   explicit constexpr flush_t() = default;
 };
+/// `demonitor(r, flush)`: demonitor(Ref, [flush]).
 inline constexpr flush_t flush{};
 
 namespace detail {
@@ -173,6 +178,8 @@ class basic_process {
     r.pid = detail::spawn_body(*rt_, p_, std::forward<F>(body), {.monitor = true}, &r.monitor);
     return r;
   }
+  /// spawn + monitor, atomically, and the monitor ref carries a receive marker: a
+  /// `receive(since(r.monitor), ...)` skips every message queued before the spawn.
   template <class F>
   spawn_result spawn_monitor(F&& body, marked_t) {
     spawn_result r;
@@ -209,16 +216,19 @@ class basic_process {
   /// Turns exit signals into exit_message messages (process_flag(trap_exit, on)). Returns the
   /// previous value.
   bool trap_exit(bool on) noexcept;
+  /// Whether this process traps exits (process_info(self(), trap_exit)); false at spawn.
   bool trap_exit() const noexcept;
 
   /// The ack wait used by proc_lib-style starts this process makes (a process flag, read and
   /// set like trap_exit). Returns the previous value.
   ack_wait_mode ack_wait(ack_wait_mode mode) noexcept;
+  /// The ack wait this process's proc_lib-style starts use; ack_wait_mode::scan at spawn.
   ack_wait_mode ack_wait() const noexcept;
   /// The accessors' names before 0.2.
   [[deprecated("use ack_wait(mode)")]] ack_wait_mode set_ack_wait(ack_wait_mode mode) noexcept {
     return ack_wait(mode);
   }
+  /// The name of ack_wait() before 0.2.
   [[deprecated("use ack_wait()")]] ack_wait_mode get_ack_wait() const noexcept {
     return ack_wait();
   }
@@ -284,12 +294,16 @@ class basic_process {
   friend detail::runtime_core* detail::runtime_of(const basic_process& p) noexcept;
   friend void detail::set_waiting_for(basic_process&, const char*, pid) noexcept;
   friend void detail::clear_marker(basic_process&, ref) noexcept;
+  /// Made by the runtime (for a process) or by scoped_process, never directly.
   basic_process(detail::proc* p, detail::runtime_core* rt, pid self) noexcept
       : p_(p), rt_(rt), self_(self) {}
   ~basic_process() = default;
 
+  /// The runtime's record of this process.
   detail::proc* p_;
+  /// The runtime this process lives in.
   detail::runtime_core* rt_;
+  /// This process's pid, as self() returns it.
   pid self_;
 };
 

@@ -45,8 +45,12 @@ enum class process_status : std::uint8_t {
 /// "running", "runnable", "waiting", "exiting", "suspended" (OTP's words).
 std::string_view to_string(process_status s) noexcept;
 
+/// One process as process_info() found it (the items of Erlang's process_info/1): a snapshot,
+/// see the header comment for what is read when.
 struct process_details {
+  /// The process looked at.
   beamlet::pid pid;
+  /// What it was doing at that moment.
   process_status status = process_status::runnable;
   /// The lists (links, monitors, monitored_names, waiting_for) were read: the process was
   /// parked, or asked about itself. Everything else is always filled in.
@@ -62,13 +66,18 @@ struct process_details {
   /// A bounded mailbox's capacity (0: unbounded), and the messages its limit refused or
   /// dropped (beamlet/core/mailbox_limit.hpp).
   std::size_t mailbox_capacity = 0;
-  std::uint64_t messages_dropped = 0;
+  std::uint64_t messages_dropped = 0;  ///< see mailbox_capacity; 0 for an unbounded mailbox
+  /// Work done so far, in reductions (completed receives, the unit of
+  /// runtime_options::reductions), added up at the end of each run.
   std::uint64_t reductions = 0;
+  /// Whether it traps exits (basic_process::trap_exit).
   bool trap_exit = false;
   std::string registered_name;  ///< "" if none
+  /// The processes it is linked to, sorted; see `complete`.
   std::vector<beamlet::pid> links;
   std::vector<beamlet::pid> monitors;        ///< processes it monitors by pid
   std::vector<std::string> monitored_names;  ///< names it monitors by name
+  /// The processes monitoring it, one entry per monitor, sorted; always filled in.
   std::vector<beamlet::pid> monitored_by;
   /// What the current receive waits for: "init ack from <0.7.0>", "call to <0.9.0>",
   /// "a message" for an unlabelled receive; "" when not waiting.
@@ -86,9 +95,12 @@ struct process_details {
 
 /// The state of `p`, or nullopt if it is not alive.
 std::optional<process_details> process_info(runtime& rt, pid p);
+/// The same, asked from inside a process (of `self`'s runtime); `p == self.self()` gets the
+/// lists whatever the process is doing.
 std::optional<process_details> process_info(basic_process& self, pid p);
 /// Every live pid, scoped processes included, in pid (creation) order.
 std::vector<pid> processes(runtime& rt);
+/// The same, for the runtime `self` runs in.
 std::vector<pid> processes(basic_process& self);
 
 BEAMLET_END_NAMESPACE

@@ -67,13 +67,17 @@ concept message = std::is_object_v<std::decay_t<T>> && std::move_constructible<s
 /// A message of a type the receiving clause did not name (see on_any()). Owns the message.
 class any_message {
  public:
+  /// Holds no message.
   any_message() noexcept = default;
+  /// Takes ownership of the message node `n` (the receive machinery and received::take()).
   explicit any_message(detail::message_node* n) noexcept : node_(n) {}
 
+  /// True when it holds a message sent as T (exact type, as `on<T>` matches).
   template <class T>
   bool is() const noexcept {
     return node_ != nullptr && node_->type == detail::tag_of<T>();
   }
+  /// The message if it is a T, else nullptr.
   template <class T>
   T* get_if() noexcept {
     return is<T>() ? &detail::payload<T>(node_.get()) : nullptr;
@@ -85,6 +89,7 @@ class any_message {
   const detail::type_descriptor* descriptor() const noexcept {
     return node_ != nullptr ? node_->type : nullptr;
   }
+  /// The message node, still owned by this object; protocol code only, like descriptor().
   detail::message_node* native_handle() const noexcept { return node_.get(); }
 
  private:
@@ -101,11 +106,16 @@ struct no_handler {};
 template <class T, class Guard = detail::no_guard, class Handler = detail::no_handler>
 class on_clause {
  public:
+  /// The message type the clause matches (any_message for on_any()).
   using message_type = T;
+  /// Whether the clause has a guard (set by when()).
   static constexpr bool has_guard = !std::is_same_v<Guard, detail::no_guard>;
+  /// Whether the clause has a handler, i.e. belongs to a handler-style receive.
   static constexpr bool has_handler = !std::is_same_v<Handler, detail::no_handler>;
 
+  /// A clause with neither guard nor handler.
   constexpr on_clause() = default;
+  /// A clause with guard `g` and handler `h`; on() and when() build them.
   constexpr on_clause(Guard g, Handler h) : guard(std::move(g)), handler(std::move(h)) {}
 
   /// Adds a guard: a predicate on `const T&`. The clause matches only when it returns true.
@@ -118,7 +128,9 @@ class on_clause {
     return {std::forward<G>(g), std::move(handler)};
   }
 
+  /// The guard (detail::no_guard when there is none).
   Guard guard;
+  /// The handler (detail::no_handler when there is none).
   Handler handler;
 };
 
@@ -144,6 +156,8 @@ constexpr on_clause<T, detail::no_guard, std::decay_t<H>> on(H&& handler) {
 constexpr on_clause<any_message> on_any() {
   return {};
 }
+/// Matches every message and runs `handler(any_message&&)` on it. Like on_any(), not allowed
+/// in a receive that starts with since() (a compile error, spec §1.3 rule 15).
 template <class H>
 constexpr on_clause<any_message, detail::no_guard, std::decay_t<H>> on_any(H&& handler) {
   static_assert(std::is_invocable_v<std::decay_t<H>&, any_message&&>,
@@ -155,16 +169,21 @@ constexpr on_clause<any_message, detail::no_guard, std::decay_t<H>> on_any(H&& h
 template <class Handler = detail::no_handler>
 class after_clause {
  public:
+  /// Whether a handler runs on timeout, i.e. the clause belongs to a handler-style receive.
   static constexpr bool has_handler = !std::is_same_v<Handler, detail::no_handler>;
+  /// Times out after `t` and runs `h`; after() builds it.
   constexpr after_clause(timeout_value t, Handler h) : timeout_(t), handler(std::move(h)) {}
 
+  /// False for `infinity`: the receive then waits as if it had no `after`.
   bool finite() const noexcept { return timeout_.finite(); }
+  /// The timeout; clock_time::duration::max() for infinity.
   clock_time::duration duration() const noexcept { return timeout_.duration(); }
 
  private:
   timeout_value timeout_;
 
  public:
+  /// Run when the timeout fires (detail::no_handler when there is none).
   Handler handler;
 };
 
@@ -186,12 +205,19 @@ after_clause<std::decay_t<H>> after(timeout_value t, H&& handler) {
 struct marked_t {
   explicit constexpr marked_t() = default;
 };
+/// `make_ref(marked)`, `monitor(p, marked)`, `spawn_monitor(body, marked)`.
 inline constexpr marked_t marked{};
 
 /// First argument of a marked receive: skip messages queued before `r` was made.
 struct since_t {
+  /// The marked ref; messages queued before it was made are skipped.
   ref r;
 };
+/// `receive(since(r), clauses...)`: skips every message queued before `r` was made marked
+/// (make_ref(marked), monitor(p, marked), spawn_monitor(body, marked)). Every clause must
+/// match only messages carrying `r` (spec §1.3 rule 14). The receive clears the marker when it
+/// ends; when `r` has none (unmarked, already used, or evicted) it scans from the head: same
+/// result, only slower.
 constexpr since_t since(ref r) noexcept {
   return {r};
 }
@@ -200,10 +226,15 @@ constexpr since_t since(ref r) noexcept {
 template <class... Ts>
 class received {
  public:
+  /// Holds no message: timed out.
   received() noexcept = default;
+  /// Takes ownership of the message node `n`, matched by clause `clause` (the receive
+  /// machinery builds it).
   received(detail::message_node* n, int clause) noexcept : node_(n), clause_(clause) {}
+  /// Takes `o`'s message; `o` is left holding none (as if timed out).
   received(received&& o) noexcept
       : node_(std::move(o.node_)), clause_(std::exchange(o.clause_, -1)) {}
+  /// Takes `o`'s message, destroying any held before; `o` is left holding none.
   received& operator=(received&& o) noexcept {
     node_ = std::move(o.node_);
     clause_ = std::exchange(o.clause_, -1);
@@ -212,19 +243,24 @@ class received {
 
   /// True when the `after` clause fired.
   bool timed_out() const noexcept { return node_ == nullptr; }
+  /// True when a message matched: `!timed_out()`.
   explicit operator bool() const noexcept { return node_ != nullptr; }
   /// Index of the matching clause (0-based, in the order given), -1 on timeout.
   int clause() const noexcept { return clause_; }
 
+  /// True when the message is a T. T must be the type of one of the receive's clauses (or
+  /// the receive has an on_any() clause): otherwise it does not compile.
   template <class T>
   bool is() const noexcept {
     check<T>();
     return node_ != nullptr && node_->type == detail::tag_of<T>();
   }
+  /// The message if it is a T, else nullptr (also on timeout). T as for is().
   template <class T>
   T* get_if() noexcept {
     return is<T>() ? &detail::payload<T>(node_.get()) : nullptr;
   }
+  /// The message as a T; throws bad_message_access when it is not one (or on timeout).
   template <class T>
   T& get() {
     if (!is<T>()) throw bad_message_access("beamlet: received does not hold the requested type");

@@ -39,8 +39,9 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
-/// Upper bounds of runtime_options; larger values are rejected.
+/// Upper bound of runtime_options::schedulers; a larger value is rejected.
 inline constexpr unsigned max_schedulers = 1024;
+/// Upper bound of runtime_options::max_processes (2^28); a larger value is rejected.
 inline constexpr std::size_t max_process_limit = std::size_t{1} << 28;
 
 /// Checked when the runtime is constructed: an out-of-range value throws std::invalid_argument.
@@ -56,7 +57,7 @@ struct runtime_options {
   /// is bound there. Off by default; ignored where the system refuses it.
   bool pin_schedulers = false;
   /// Receives a process may complete in one run before it is rescheduled behind the others
-  /// (BEAM's reduction budget).
+  /// (BEAM's reduction budget). A value below 1 counts as 1.
   int reductions = 2000;
   /// How long shutdown waits for processes to exit on the `shutdown` signal before ending the
   /// rest. Must not be negative; milliseconds::max() waits as long as it takes.
@@ -67,10 +68,17 @@ struct runtime_options {
   std::shared_ptr<runtime_clock> clock{};
 };
 
+/// A beamlet node: the schedulers its processes run on, its process table, name registry and
+/// timers (see the header comment for threading and shutdown). Not copyable or movable: its
+/// processes and scoped processes refer to it.
 class runtime {
  public:
+  /// A runtime with default runtime_options; its schedulers are running on return.
   runtime();
+  /// A runtime with `options`; its schedulers are running on return. Throws
+  /// std::invalid_argument if an option is out of range.
   explicit runtime(runtime_options options);
+  /// Calls shutdown(). Must not run inside one of this runtime's processes (std::terminate).
   ~runtime();  // NOLINT(bugprone-exception-escape): terminates by design, see shutdown()
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
@@ -98,6 +106,9 @@ class runtime {
   ref send_after(pid to, T&& msg, timeout_value delay) {
     return detail::send_node_after(*core_, to, detail::make_message(std::forward<T>(msg)), delay);
   }
+  /// Cancels a send_after timer, from any thread; returns the time that was left, or nullopt if
+  /// it had already fired, was cancelled, or is unknown (the null ref included). Same rules as
+  /// basic_process::cancel_timer.
   std::optional<std::chrono::nanoseconds> cancel_timer(ref timer);
   /// Timers pending: send_after timers plus receives blocked with a timeout.
   std::size_t pending_timers() const noexcept;
@@ -110,14 +121,22 @@ class runtime {
   std::optional<exit_reason> wait(pid target, timeout_value timeout);
 
   // -- names (spec §9) ----------------------------------------------------------------------
+  /// Registers `p` under `name` (Erlang's register/2). A process holds at most one name and
+  /// loses it when it exits. Errors: errc::invalid_name (empty or `undefined`),
+  /// errc::already_named, errc::name_taken, errc::not_alive (`p` dead, null or remote).
   [[nodiscard]] std::error_code register_name(std::string_view name, pid p);
+  /// Frees `name`, whoever holds it; errc::not_registered if nobody does.
   [[nodiscard]] std::error_code unregister_name(std::string_view name);
+  /// The process registered under `name`, or nullopt. Lock-free.
   std::optional<pid> whereis(std::string_view name) const;
+  /// Every registered name, sorted (Erlang's registered/0).
   std::vector<std::string> registered() const;
   /// The name `p` is registered under (process_info(P, registered_name)), if any.
   std::optional<std::string> registered_name(pid p) const;
 
   // -- state -------------------------------------------------------------------------------------
+  /// True while `p` is a live process of this runtime; false once it has exited, and for the
+  /// null pid. A snapshot: it may have exited by the time the caller looks.
   bool is_alive(pid p) const noexcept;
   /// The runtime's time (runtime_options::clock).
   clock_time now() const noexcept;
@@ -125,6 +144,7 @@ class runtime {
   /// table before its links and monitors are told, so a DOWN received means it is no longer
   /// counted.
   std::size_t process_count() const noexcept;
+  /// Scheduler threads this runtime runs (runtime_options::schedulers, 0 resolved).
   unsigned schedulers() const noexcept;
   /// The watchers of `p`, one entry per monitor (process_info(P, monitored_by)); empty if `p`
   /// is not alive.
@@ -137,6 +157,8 @@ class runtime {
   /// destroyed from inside one of its own processes either (that would std::terminate).
   void shutdown();
 
+  /// The internal core, for beamlet's own headers (extension(), gen_server clients): not part
+  /// of the stable API.
   detail::runtime_core& core() noexcept { return *core_; }
 
  private:

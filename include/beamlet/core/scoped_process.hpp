@@ -34,9 +34,14 @@ BEAMLET_BEGIN_NAMESPACE
 
 class runtime;
 
+/// A process identity for the thread that owns this object: a pid, a message queue, links,
+/// monitors and a blocking receive (see the header comment). Not copyable or movable.
 class scoped_process final : public basic_process {
  public:
+  /// Enters `rt`'s process table as a new process. Throws system_limit_error if the table is
+  /// full or the runtime is shutting down.
   explicit scoped_process(runtime& rt);
+  /// Exits with reason `normal` (unless already dead): links and monitors fire.
   ~scoped_process();
 
   /// Blocking selective receive: `me.receive(on<T>()..., after(t))`.

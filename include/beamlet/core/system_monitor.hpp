@@ -35,13 +35,15 @@ BEAMLET_BEGIN_NAMESPACE
 class runtime;
 class basic_process;
 
+/// What erlang:system_monitor/2 is given: the subscriber and which alarms it wants. The
+/// default value (no subscriber) is the monitor off.
 struct system_monitor_settings {
   /// Who gets the alarms; the null pid turns the monitor off.
   pid subscriber;
   /// long_message_queue alarms: on at `enable` queued messages, off at `disable` or fewer.
   /// 0 disables them. `disable` must be below `enable`.
   std::size_t long_queue_enable = 0;
-  std::size_t long_queue_disable = 0;
+  std::size_t long_queue_disable = 0;  ///< see long_queue_enable
   /// long_schedule alarms when a run lasts longer than this; zero disables them.
   std::chrono::nanoseconds long_schedule{0};
   /// busy_dist_port alarms (OTP's option of the same name).
@@ -51,6 +53,7 @@ struct system_monitor_settings {
 /// Replaces the runtime's settings. Throws std::invalid_argument (and changes nothing) when
 /// long_queue_disable >= long_queue_enable with the alarm on, or long_schedule is negative.
 void set_system_monitor(runtime& rt, const system_monitor_settings& s);
+/// The same, from inside a process, for the runtime it runs in.
 void set_system_monitor(basic_process& self, const system_monitor_settings& s);
 /// The current settings.
 system_monitor_settings system_monitor(runtime& rt);

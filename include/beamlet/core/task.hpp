@@ -161,15 +161,24 @@ inline constexpr bool coroutine_safe_argument =
 
 }  // namespace detail
 
+/// The coroutine type of process bodies and of the helpers they co_await: a function returning
+/// `task<T>` may co_await receives, calls and other tasks, and yields a T (void by default) to
+/// its awaiter. Lazy, move-only, and owner of its frame (see the header comment).
 template <class T>
 class [[nodiscard]] task {
  public:
+  /// The coroutine promise, what makes a function returning task<T> a coroutine (internal).
   using promise_type = detail::task_promise<T>;
+  /// The handle of the task's coroutine frame, as release() gives it up.
   using handle_type = std::coroutine_handle<promise_type>;
 
+  /// An empty task, owning no frame: only to be assigned to or destroyed.
   task() noexcept = default;
+  /// Takes ownership of the frame `h` (how a coroutine's promise makes its task).
   explicit task(handle_type h) noexcept : h_(h) {}
+  /// Takes `o`'s frame; `o` is left empty.
   task(task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  /// Destroys this task's frame, if any, and takes `o`'s; `o` is left empty.
   task& operator=(task&& o) noexcept {
     if (this != &o) {
       if (h_) h_.destroy();

@@ -109,6 +109,7 @@ void refute_receive(scoped_process& me, timeout_value t = std::chrono::milliseco
                             " within " + detail::describe(t));
 }
 
+/// As refute_receive, from inside a process (its own time, see the header comment).
 template <class T, class Pred = detail::always>
 task<> refute_receive(process& self, timeout_value t = std::chrono::milliseconds(100),
                       Pred pred = {}) {
@@ -124,13 +125,17 @@ task<> refute_receive(process& self, timeout_value t = std::chrono::milliseconds
 /// it before its runtime.
 class watched {
  public:
+  /// Spawns `body` in `rt` (as runtime::spawn) and monitors it from a scoped_process of its
+  /// own.
   template <class F>
   watched(runtime& rt, F&& body) : box_(rt) {
     auto r = box_.spawn_monitor(std::forward<F>(body));
     pid_ = r.pid;
     ref_ = r.monitor;
   }
+  /// The process's pid, so a watched can be passed where a pid is expected.
   operator pid() const noexcept { return pid_; }
+  /// The process's pid.
   pid id() const noexcept { return pid_; }
 
   /// The exit reason, or nullopt if the process is still running after `limit` (real time).

@@ -33,13 +33,19 @@ BEAMLET_BEGIN_NAMESPACE
 struct infinity_t {
   explicit constexpr infinity_t() = default;
 };
+/// Erlang's `infinity`: pass it wherever a timeout_value is taken to wait without limit.
 inline constexpr infinity_t infinity{};
 
+/// How long an operation may wait: a finite, non-negative duration in nanoseconds, or
+/// infinity. Converts implicitly from durations, `infinity` and `std::nullopt`; see the header
+/// comment for the rules every conversion follows.
 class timeout_value {
  public:
   /// Infinity.
   constexpr timeout_value() noexcept = default;
+  /// Infinity: `after(infinity)`.
   constexpr timeout_value(infinity_t) noexcept {}
+  /// Infinity (the spelling of earlier beamlet versions).
   constexpr timeout_value(std::nullopt_t) noexcept {}
   /// A finite wait of `d`; see the header comment for negative, NaN and overlong values.
   template <class Rep, class Period>
@@ -49,7 +55,9 @@ class timeout_value {
   constexpr timeout_value(const std::optional<std::chrono::duration<Rep, Period>>& d)
       : ns_(d ? to_nanoseconds(*d) : infinite_ns) {}
 
+  /// True for a finite wait (zero included), false for infinity.
   constexpr bool finite() const noexcept { return ns_ != infinite_ns; }
+  /// True for infinity: the opposite of finite().
   constexpr bool is_infinity() const noexcept { return ns_ == infinite_ns; }
   /// The duration; clock_time::duration::max() for infinity.
   constexpr clock_time::duration duration() const noexcept { return clock_time::duration(ns_); }
@@ -59,6 +67,7 @@ class timeout_value {
     return (ns_ + 999'999) / 1'000'000;
   }
 
+  /// Equal when both are infinity or both wait the same number of nanoseconds.
   friend constexpr bool operator==(timeout_value, timeout_value) noexcept = default;
 
  private:

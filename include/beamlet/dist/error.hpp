@@ -16,6 +16,7 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
 
+/// Why dist::start failed (or a `global` registration, for not_visible).
 enum class dist_errc {
   already_started = 1,  ///< this runtime's distribution is running
   bad_name,             ///< not a node name, or a short name where long names are on (or back)
@@ -31,8 +32,10 @@ enum class dist_errc {
   not_visible,          ///< `global` needs a started, visible node (node_options::hidden = false)
 };
 
+/// The category of dist_errc codes, named "beamlet.dist".
 const std::error_category& dist_category() noexcept;
 
+/// Makes a dist_errc a std::error_code (so that `ec == dist_errc::bad_name` works).
 inline std::error_code make_error_code(dist_errc e) noexcept {
   return {static_cast<int>(e), dist_category()};
 }

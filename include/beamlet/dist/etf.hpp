@@ -11,7 +11,7 @@
 /// Pids: a node's own processes are plain local pids; a pid of any other node (or of an earlier
 /// incarnation of this one) becomes a remote pid whose node is interned (node_of). `self` says
 /// who this node is; without one, local pids are written as Erlang's non-distributed node
-/// writes them ('nonode@nohost', creation 0).
+/// writes them ('nonode\@nohost', creation 0).
 ///
 /// Thread-safety: free functions over values; the node table behind node_of is thread-safe.
 #pragma once
@@ -32,8 +32,9 @@ namespace dist {
 
 /// A node incarnation: its name (`alive@host`) and its creation.
 struct node_incarnation {
-  std::string name;
-  std::uint32_t creation = 0;
+  std::string name;            ///< the node's name, `alive@host`
+  std::uint32_t creation = 0;  ///< which start of that node (a restarted node has a new one)
+  /// Same name and same creation.
   friend bool operator==(const node_incarnation&, const node_incarnation&) = default;
 };
 
@@ -54,6 +55,7 @@ struct node_slots {
   std::size_t pinned = 0;       ///< never reused (see intern_node)
   std::uint64_t reclaimed = 0;  ///< slots reused, ever
 };
+/// How many slots of the program-wide table are in use, pinned and reclaimed now.
 node_slots node_slot_usage();
 
 /// What decode accepts. The defaults take what an OTP node sends in practice: the decoder and
@@ -67,8 +69,8 @@ struct decode_limits {
 };
 
 /// Appends the ETF of `t` to `out`: with the version byte (131) first when `versioned`.
-/// Fails only for what ETF cannot carry (an atom over 255 characters, a pid whose node slot is
-/// unknown).
+/// Fails only for what ETF or an Erlang node cannot take (an atom over 255 characters or not
+/// UTF-8, a NaN or infinite float, a pid whose node slot is unknown...).
 expected<void, std::string> encode(const term& t, std::string& out,
                                    const node_incarnation* self = nullptr, bool versioned = true);
 /// term_to_binary: the versioned ETF of `t`.

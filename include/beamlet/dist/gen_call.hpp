@@ -34,12 +34,14 @@ task<expected<term, exit_reason>> call(process& self, std::string name, std::str
                                        timeout_value timeout = std::chrono::seconds(5));
 /// gen_server:cast(Server, Request).
 void cast(basic_process& self, pid server, term request);
+/// gen_server:cast({Name, Node}, Request).
 void cast(basic_process& self, std::string_view name, std::string_view node, term request);
 
 /// A call received from another node.
 struct gen_call {
   term from;  ///< the caller's pid
   term tag;   ///< echoed in the reply
+  /// What the caller asks, the Request of `{'$gen_call', From, Request}`.
   term request;
 };
 /// The call `msg` carries, if it is one.

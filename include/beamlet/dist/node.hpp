@@ -71,6 +71,8 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
 
+/// How start() makes the runtime a node: its name and cookie, how peers find it, timeouts,
+/// limits against a peer, TLS, and whether it is hidden.
 struct node_options {
   /// `alive@host`; a name without `@` gets this machine's host name (short or long, as
   /// `long_names` says).
@@ -78,6 +80,7 @@ struct node_options {
   /// The shared secret; empty: read ~/.erlang.cookie (as erl does; created if missing).
   std::string cookie;
   bool long_names = false;  ///< host part with dots (`-name`) rather than without (`-sname`)
+  /// The numeric address to listen on for peers; by default every IPv4 interface.
   std::string listen_address = "0.0.0.0";
   std::uint16_t port = 0;  ///< 0: any free port (published through epmd)
   /// Register with epmd (starting `epmd -daemon` if none answers); false: run on `port`, which
@@ -90,7 +93,11 @@ struct node_options {
   /// A connection silent for this long is lost (OTP's net_ticktime); ticks go out every
   /// quarter of it.
   std::chrono::milliseconds net_ticktime = std::chrono::seconds(60);
+  /// How long the handshake with a peer may take (the TLS one included) before the attempt
+  /// is given up; must be positive.
   std::chrono::milliseconds handshake_timeout = std::chrono::seconds(7);
+  /// How long an epmd lookup of a peer, and then the TCP connect to it, may each take; it also
+  /// bounds registering with epmd in start() (dist_errc::timed_out).
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(7);
   /// The largest packet accepted from a peer; a larger one closes the connection (with the
   /// reason logged). 256 MiB, so that what an Erlang node sends in practice arrives: a lower
@@ -125,9 +132,9 @@ struct node_options {
 
 /// A node's identity once started.
 struct node_info {
-  std::string name;
-  std::uint32_t creation = 0;
-  std::uint16_t port = 0;
+  std::string name;            ///< the full node name, `alive@host`
+  std::uint32_t creation = 0;  ///< its incarnation: epmd's number, or a random one without epmd
+  std::uint16_t port = 0;      ///< the port the node listens on for peers
 };
 
 /// Starts distribution on `rt`. Errors (beamlet/dist/error.hpp): dist_errc::already_started,
@@ -139,6 +146,7 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts);
 bool stop(runtime& rt);
 /// This runtime's node, if started.
 std::optional<node_info> self(runtime& rt);
+/// The node of `p`'s runtime, if started.
 std::optional<node_info> self(basic_process& p);
 
 /// The nodes this node is connected to now (erlang:nodes(connected)), sorted.
@@ -149,6 +157,7 @@ enum class node_kind : std::uint8_t {
   visible,    ///< those where both nodes are visible (erlang:nodes(visible), i.e. nodes())
   hidden,     ///< the others (erlang:nodes(hidden))
 };
+/// The nodes this node is connected to now, of that kind (erlang:nodes/1), sorted.
 std::vector<std::string> nodes(runtime& rt, node_kind kind);
 /// Connects to `node` now (net_kernel:connect_node/1); waits until the handshake is done.
 task<bool> connect_node(process& self, std::string node);
@@ -166,14 +175,17 @@ void set_cookie(runtime& rt, std::string cookie);
 void set_cookie(runtime& rt, std::string_view node, std::string cookie);
 /// erlang:get_cookie/0,1 (the node's own, or the one set for `node`).
 std::string get_cookie(runtime& rt);
+/// The cookie for connections with `node`: the one set_cookie/2 set, else the node's own.
 std::string get_cookie(runtime& rt, std::string_view node);
 
-/// What monitor_node and monitor_nodes send.
+/// What monitor_nodes sends when a connection to `node` comes up.
 struct nodeup {
-  std::string node;
+  std::string node;  ///< the node now connected
 };
+/// What monitor_node and monitor_nodes send when the connection to `node` is lost
+/// (monitor_node's also when it cannot be made).
 struct nodedown {
-  std::string node;
+  std::string node;  ///< the node the connection was with
 };
 /// erlang:monitor_node(Node, Flag): with `on`, one `nodedown` when the connection to `node` is
 /// lost (at once if it cannot be made; connecting if needed); each call adds one. With off,
@@ -187,7 +199,8 @@ void monitor_nodes(basic_process& self, bool on = true);
 /// the metric dist_outbox_bytes{node="..."}.
 std::optional<std::size_t> outbox_bytes(runtime& rt, std::string_view node);
 
-/// `{Name, Node}`: the node a pid is on ("" for a local pid of a runtime with no node).
+/// Erlang's node/1: the node a pid is on; `nonode\@nohost` for a local pid of a runtime with
+/// no node started (as Erlang says), "" for a remote pid whose node is no longer known.
 std::string node_name(runtime& rt, pid p);
 
 namespace detail {
@@ -228,6 +241,7 @@ task<expected<term, term>> rpc_call(process& self, std::string node, std::string
 /// (`r.value<term>()`), and reason_to_term gives that term back unchanged: reasons that come
 /// from other nodes keep their pids, references, funs and bitstrings, however often relayed.
 term reason_to_term(const exit_reason& r);
+/// The exit reason a term stands for (the inverse of reason_to_term); it keeps `t`.
 exit_reason reason_from_term(const term& t);
 
 }  // namespace dist

@@ -44,38 +44,44 @@ namespace dist {
 
 /// An atom, by its UTF-8 name.
 struct atom {
-  std::string name;
+  std::string name;  ///< sent only if valid UTF-8 of at most 255 characters
+  /// Atoms are equal when their names are.
   friend bool operator==(const atom&, const atom&) = default;
+  /// Ordered by name (so that an atom can key a std::map).
   friend auto operator<=>(const atom&, const atom&) = default;
 };
 
 /// An integer beyond 64 bits: sign and magnitude, least significant byte first (ETF's order).
 struct bignum {
-  bool negative = false;
+  bool negative = false;                ///< true for a value below zero
   std::vector<std::uint8_t> magnitude;  ///< no trailing zero bytes
+  /// Same sign and same magnitude.
   friend bool operator==(const bignum&, const bignum&) = default;
 };
 
 /// A binary, or a bitstring when the last byte holds fewer than 8 bits.
 struct binary {
-  std::string bytes;
+  std::string bytes;           ///< the data; a bitstring's last byte is used in part
   std::uint8_t last_bits = 8;  ///< bits used in the last byte (1..8)
+  /// Same bytes and same last_bits.
   friend bool operator==(const binary&, const binary&) = default;
 };
 
 /// A reference from any node (up to five 32-bit words, as OTP 25 makes them).
 struct reference {
-  std::string node;
-  std::uint32_t creation = 0;
-  std::vector<std::uint32_t> words;
+  std::string node;                  ///< the node that made it (`alive@host`)
+  std::uint32_t creation = 0;        ///< that node's incarnation
+  std::vector<std::uint32_t> words;  ///< its ID words (1 to 5 for it to be sent)
+  /// Same node, creation and words.
   friend bool operator==(const reference&, const reference&) = default;
 };
 
 /// A port identifier from another node; kept so it can be sent back.
 struct port_id {
-  std::string node;
-  std::uint64_t id = 0;
-  std::uint32_t creation = 0;
+  std::string node;            ///< the node the port is on (`alive@host`)
+  std::uint64_t id = 0;        ///< the port's number on that node
+  std::uint32_t creation = 0;  ///< that node's incarnation
+  /// Same node, number and creation.
   friend bool operator==(const port_id&, const port_id&) = default;
 };
 
@@ -83,10 +89,12 @@ struct port_id {
 /// called.
 struct opaque_fun {
   std::string encoded;  ///< the ETF bytes, tag included
+  /// Same encoded bytes.
   friend bool operator==(const opaque_fun&, const opaque_fun&) = default;
 };
 
 class term;
+/// A sequence of terms: the elements of a tuple or a list, the arguments of an rpc.
 using term_list = std::vector<term>;
 
 namespace detail {
@@ -97,59 +105,83 @@ void release_node(std::uint32_t slot) noexcept;
 void pin_node(std::uint32_t slot) noexcept;
 }  // namespace detail
 
+/// One Erlang value of any type (the kinds are listed by term::type), held by value: copying
+/// a term copies all of it.
 class term {
  public:
+  /// The kind of value a term holds (which()).
   enum class type : std::uint8_t {
-    atom,
-    integer,
-    bignum,
-    floating,
-    binary,
-    list,  ///< proper, or improper (see tail())
-    tuple,
-    map,
-    pid,
-    reference,
-    port,
-    fun
+    atom,       ///< an atom (atom_name())
+    integer,    ///< an integer that fits in 64 bits, signed (integer())
+    bignum,     ///< an integer beyond 64 bits (big())
+    floating,   ///< a float (floating())
+    binary,     ///< a binary or a bitstring (bin())
+    list,       ///< proper, or improper (see tail())
+    tuple,      ///< a tuple (elements())
+    map,        ///< a map (map_entries())
+    pid,        ///< a pid, local or remote (pid())
+    reference,  ///< a reference (ref())
+    port,       ///< a port identifier (port())
+    fun         ///< a fun, kept opaque (fun())
   };
 
   /// The empty list, `[]`.
   term() = default;
+  /// An atom.
   term(dist::atom a) : v_(std::move(a)) {}
+  /// An integer, from any integral type but bool. An unsigned value above INT64_MAX wraps
+  /// here; to_term() makes it a bignum instead.
   template <class I>
     requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
   term(I i) : v_(static_cast<std::int64_t>(i)) {}
   term(bool) = delete;  // an atom: to_term(true), or make_atom("true")
+  /// An integer beyond 64 bits; one that fits in 64 bits becomes type::integer (one value,
+  /// one representation, which == relies on).
   term(dist::bignum b);
+  /// A float. NaN and the infinities are held, but refused when sent (Erlang has none).
   term(double d) : v_(d) {}
+  /// A binary or a bitstring.
   term(dist::binary b) : v_(std::move(b)) {}
+  /// A pid, local or remote.
   term(beamlet::pid p) : v_(p) {
     if (p.is_remote()) detail::retain_node(p.node_slot());
   }
+  /// A reference.
   term(dist::reference r) : v_(std::move(r)) {}
+  /// A port identifier.
   term(port_id p) : v_(std::move(p)) {}
+  /// A fun, kept opaque.
   term(opaque_fun f) : v_(std::move(f)) {}
 
+  /// A deep copy, made without recursion whatever the depth.
   term(const term& other);
+  /// Takes `other`'s value; `other` is left valid, its value unspecified.
   term(term&& other) noexcept : v_(std::move(other.v_)) {
     if (v_.index() == pid_index) other.v_.emplace<list_data>();  // one holder of the pid's slot
   }
+  /// Replaces the value with a deep copy of `other`'s.
   term& operator=(const term& other);
+  /// Takes `other`'s value; the old value is destroyed without recursion.
   term& operator=(term&& other) noexcept;
   ~term() {
     const std::size_t i = v_.index();
     if (i == list_index || (i >= tuple_index && i <= pid_index)) release();
   }
 
+  /// The atom `name`. Not checked here: one over 255 characters or not valid UTF-8 is refused
+  /// when sent.
   static term make_atom(std::string name) { return term(dist::atom{std::move(name)}); }
+  /// A binary of these bytes (as a std::string maps).
   static term make_binary(std::string bytes) { return term(dist::binary{std::move(bytes), 8}); }
+  /// The tuple `{Items...}`.
   static term make_tuple(term_list items);
+  /// The proper list `[Items...]`.
   static term make_list(term_list items);
   /// `[a, b | tail]`: a non-list tail makes an improper list.
   static term make_improper_list(term_list items, term tail);
   /// A charlist (what Erlang's "abc" is): one integer per byte.
   static term make_charlist(std::string_view s);
+  /// The map of these entries, kept as given: not sorted, and a repeated key not merged.
   static term make_map(std::vector<std::pair<term, term>> entries);
   /// `{a, b, ...}` from any values with a mapping.
   template <class... Ts>
@@ -159,22 +191,36 @@ class term {
   /// (charlists), <<"binaries">> and <<1,2>>, tuples, lists (with `| Tail`), maps (`#{K => V}`).
   static expected<term, std::string> parse(std::string_view text);
 
+  /// The kind of value held.
   type which() const noexcept;
+  /// True for an atom.
   bool is_atom() const noexcept { return which() == type::atom; }
+  /// True for the atom `name`.
   bool is_atom(std::string_view name) const noexcept;
+  /// True for a 64-bit integer (a bignum is type::bignum).
   bool is_integer() const noexcept { return which() == type::integer; }
+  /// True for a tuple.
   bool is_tuple() const noexcept { return which() == type::tuple; }
+  /// True for a list: `[]`, a proper list or an improper one.
   bool is_list() const noexcept { return which() == type::list; }
   bool is_nil() const noexcept;  ///< the empty list
+  /// True for a binary or a bitstring.
   bool is_binary() const noexcept { return which() == type::binary; }
+  /// True for a pid.
   bool is_pid() const noexcept { return which() == type::pid; }
+  /// True for a map.
   bool is_map() const noexcept { return which() == type::map; }
 
   // Accessors: each throws std::bad_variant_access on a term of another type.
+  /// An atom's name.
   const std::string& atom_name() const { return std::get<dist::atom>(v_).name; }
+  /// A 64-bit integer's value (a bignum's is big()).
   std::int64_t integer() const { return std::get<std::int64_t>(v_); }
+  /// A bignum's sign and magnitude.
   const dist::bignum& big() const { return std::get<dist::bignum>(v_); }
+  /// A float's value.
   double floating() const { return std::get<double>(v_); }
+  /// A binary's or a bitstring's bytes.
   const dist::binary& bin() const { return std::get<dist::binary>(v_); }
   /// The pid (a plain value from now on: its node's slot is kept for good, see intern_node).
   beamlet::pid pid() const {
@@ -182,14 +228,19 @@ class term {
     if (p.is_remote()) detail::pin_node(p.node_slot());
     return p;
   }
+  /// A reference.
   const dist::reference& ref() const { return std::get<dist::reference>(v_); }
+  /// A port identifier.
   const port_id& port() const { return std::get<port_id>(v_); }
+  /// A fun's encoded bytes.
   const opaque_fun& fun() const { return std::get<opaque_fun>(v_); }
   /// Elements of a tuple or of a list (without an improper tail).
   const term_list& elements() const;
+  /// The same, to change in place.
   term_list& elements();
   /// The tail of an improper list; null for a proper one.
   const term* tail() const noexcept;
+  /// A map's entries, in the order it holds them.
   const std::vector<std::pair<term, term>>& map_entries() const;
   /// Element `i` of a tuple or list; throws std::out_of_range.
   const term& operator[](std::size_t i) const;
@@ -199,7 +250,10 @@ class term {
 
   /// Erlang's printed form (`{ok,[1,2]}`, `<<"abc">>`, `'hello world'`).
   std::string to_string() const;
+  /// Writes to_string() to `os`.
   friend std::ostream& operator<<(std::ostream& os, const term& t);
+  /// Exact equality, as Erlang's `=:=` (1 and 1.0 differ); maps are equal when they hold the
+  /// same entries in the same order.
   friend bool operator==(const term& a, const term& b);
 
  private:
@@ -240,34 +294,46 @@ concept term_mapped = requires(const T& x, const term& t) {
     } -> std::same_as<std::optional<std::remove_cvref_t<T>>>;
 };
 
+/// The term for `x`, by term_traits<T>.
 template <class T>
 term to_term(const T& x) {
   return term_traits<std::remove_cvref_t<T>>::to_term(x);
 }
+/// A string literal or C string: a binary, as std::string maps.
 inline term to_term(const char* s) {
   return term::make_binary(s);
 }
+/// The T that `t` stands for, by term_traits<T>; nullopt when `t` does not have T's shape.
 template <class T>
 std::optional<std::remove_cv_t<T>> from_term(const term& t) {
   return term_traits<std::remove_cv_t<T>>::from_term(t);
 }
 
+/// A term maps to itself.
 template <>
 struct term_traits<term> {
+  /// A copy of `t`.
   static term to_term(const term& t) { return t; }
+  /// A copy of `t`, always.
   static std::optional<term> from_term(const term& t) { return t; }
 };
+/// An atom maps to an Erlang atom.
 template <>
 struct term_traits<atom> {
+  /// The atom as a term.
   static term to_term(const atom& a) { return term(a); }
+  /// The atom `t` is; nullopt for any other term.
   static std::optional<atom> from_term(const term& t) {
     if (!t.is_atom()) return std::nullopt;
     return atom{t.atom_name()};
   }
 };
+/// A bool maps to the atom `true` or `false`.
 template <>
 struct term_traits<bool> {
+  /// `true` or `false`.
   static term to_term(bool b) { return term::make_atom(b ? "true" : "false"); }
+  /// true or false for those two atoms; nullopt for any other term.
   static std::optional<bool> from_term(const term& t) {
     if (t.is_atom("true")) return true;
     if (t.is_atom("false")) return false;
@@ -331,9 +397,12 @@ template <>
 struct term_traits<std::string_view> {
   static term to_term(std::string_view s) { return term::make_binary(std::string(s)); }
 };
+/// A pid maps to a pid term, local or remote.
 template <>
 struct term_traits<beamlet::pid> {
+  /// The pid as a term.
   static term to_term(beamlet::pid p) { return term(p); }
+  /// The pid `t` holds (see term::pid()); nullopt for any other term.
   static std::optional<beamlet::pid> from_term(const term& t) {
     if (!t.is_pid()) return std::nullopt;
     return t.pid();

@@ -47,9 +47,12 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace net {
 
+/// What acceptor_pool_start() needs: the pool's name, where to listen, how many acceptors and
+/// connections, and the handler every connection runs.
 struct acceptor_pool_options {
   /// Required: the pool is known by it (acceptor_pool::stats, drain).
   std::string name{};
+  /// Where to listen, and (listen.accepted) the options of every accepted socket.
   listen_options listen{};
   int acceptors = 4;                    ///< 1..1024
   std::int64_t max_connections = 1024;  ///< >= 1
@@ -65,8 +68,10 @@ struct acceptor_pool_options {
 /// Bad options throw std::invalid_argument here, before anything starts.
 start_function acceptor_pool_start(acceptor_pool_options opts);
 
+/// The running pools of a runtime, found by name: their counters, and drain().
 class acceptor_pool {
  public:
+  /// A pool's counters at one moment (the runtime's metrics export them too).
   struct statistics {
     std::uint16_t port = 0;           ///< the listening port (useful with port 0)
     bool accepting = false;           ///< false once drained or while the listener restarts
@@ -77,6 +82,7 @@ class acceptor_pool {
   };
   /// The pool registered as `name`, if it is running.
   static std::optional<statistics> stats(runtime& rt, std::string_view name);
+  /// The same, from a process.
   static std::optional<statistics> stats(basic_process& self, std::string_view name);
   /// Stops accepting and waits, up to `timeout`, for the connections to end; true if none is
   /// left. False at once if no pool is registered as `name`.

@@ -15,6 +15,7 @@
 BEAMLET_BEGIN_NAMESPACE
 namespace net {
 
+/// The network layer's own failures, in the category "beamlet.net".
 enum class net_errc {
   closed = 1,        ///< the socket is closed (by its owner, by the peer, or after an error)
   timed_out,         ///< connect, accept, recv or a stalled send took longer than allowed
@@ -30,8 +31,10 @@ enum class net_errc {
   out_of_memory,     ///< memory for this socket's data could not be had (only it fails)
 };
 
+/// The category of net_errc codes, named "beamlet.net".
 const std::error_category& net_category() noexcept;
 
+/// Makes a net_errc a std::error_code (so that `ec == net_errc::closed` works).
 inline std::error_code make_error_code(net_errc e) noexcept {
   return {static_cast<int>(e), net_category()};
 }

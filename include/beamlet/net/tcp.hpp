@@ -82,15 +82,22 @@ enum class framing : std::uint8_t {
 /// gen_tcp's {active, false | once | N | true}.
 class active_mode {
  public:
+  /// Which of the four modes, as made by off(), once(), n() and always().
   enum class kind : std::uint8_t { off, once, n, always };
+  /// Passive ({active, false}): packets are read with recv.
   static active_mode off() noexcept { return active_mode(kind::off, 0); }
+  /// One packet as a tcp_data message, then passive ({active, once}).
   static active_mode once() noexcept { return active_mode(kind::once, 1); }
   /// k packets, then tcp_passive; k must be positive (1..32767 as in OTP).
   static active_mode n(int k) noexcept { return active_mode(kind::n, k); }
+  /// Every packet as a message, until the end ({active, true}); no receive-side backpressure.
   static active_mode always() noexcept { return active_mode(kind::always, 0); }
 
+  /// Which mode this is.
   kind mode() const noexcept { return kind_; }
+  /// The k of n(k); 1 for once(), 0 for off() and always().
   int count() const noexcept { return count_; }
+  /// Same mode and same count.
   bool operator==(const active_mode&) const = default;
 
  private:
@@ -105,6 +112,8 @@ enum class send_full : std::uint8_t {
   error,  ///< fail at once with net_errc::send_queue_full
 };
 
+/// How a socket behaves (gen_tcp's options): framing, limits, active mode, the send queue,
+/// timeouts. Checked where a socket is made: a value out of range is net_errc::bad_options.
 struct socket_options {
   /// gen_tcp's {packet, ...} option. (The member is named after its type, so the type is
   /// spelled qualified here; it was `packet` before 0.2.)
@@ -112,9 +121,11 @@ struct socket_options {
   /// Largest packet received or sent, header excluded (a line counts its newline); for raw,
   /// the most one read returns. 1..1 GiB; at most 255 for prefix1 and 65,535 for prefix2.
   std::size_t max_packet = 1 << 20;
+  /// How packets are read: with recv (off, the default), or as messages (active_mode).
   active_mode active = active_mode::off();
   /// Bytes queued by send and not yet taken by the kernel; 1 byte..1 GiB.
   std::size_t send_queue_limit = 1 << 20;
+  /// What send does when a packet does not fit in the queue: wait (the default), or fail.
   send_full on_full = send_full::wait;
   /// A pending write that makes no progress for this long closes the socket with timed_out.
   /// gen_tcp's default is infinity; beamlet's is finite so that a peer that never reads cannot
@@ -136,27 +147,30 @@ struct socket_options {
 /// An identity for messages: every socket a runtime opens has a distinct one.
 using socket_id = std::uint64_t;
 
-/// Active-mode messages, sent to the owner.
+/// Active mode: a packet that arrived, sent to the owner.
 struct tcp_data {
-  socket_id socket;
-  std::string data;
+  socket_id socket;  ///< the socket it came from (tcp_socket::id())
+  std::string data;  ///< the packet, without its length prefix (a line keeps its newline)
 };
+/// Active mode: the connection has ended (the peer closed it, or a tcp_error came first),
+/// sent to the owner after every packet before it; the socket is passive from then on.
 struct tcp_closed {
-  socket_id socket;
+  socket_id socket;  ///< the socket that ended (tcp_socket::id())
 };
+/// Active mode: the connection failed; a tcp_closed follows it.
 struct tcp_error {
-  socket_id socket;
-  std::error_code error;
+  socket_id socket;       ///< the socket that failed (tcp_socket::id())
+  std::error_code error;  ///< why: a net_errc (truncated, timed_out...) or the system's code
 };
 /// active_mode::n(k) has delivered its k packets; the socket is passive again.
 struct tcp_passive {
-  socket_id socket;
+  socket_id socket;  ///< the socket now passive (tcp_socket::id())
 };
 
 /// An address and port, numeric.
 struct endpoint {
-  std::string address;
-  std::uint16_t port = 0;
+  std::string address;     ///< numeric: "127.0.0.1", "::1"
+  std::uint16_t port = 0;  ///< the TCP port
 };
 
 /// The owner's handle on a connected socket. Move-only; destroying it closes the socket.
@@ -165,13 +179,18 @@ struct endpoint {
 class tcp_socket {
  public:
   tcp_socket() noexcept = default;
+  /// Takes over `other`'s socket; `other` is left empty.
   tcp_socket(tcp_socket&& other) noexcept = default;
+  /// Closes the socket this handle holds, if any, then takes over `other`'s; `other` is left
+  /// empty.
   tcp_socket& operator=(tcp_socket&& other) noexcept;
   tcp_socket(const tcp_socket&) = delete;
   tcp_socket& operator=(const tcp_socket&) = delete;
   ~tcp_socket();
 
+  /// True while the handle holds a socket: false once moved from or closed, or made empty.
   explicit operator bool() const noexcept { return st_ != nullptr; }
+  /// The socket's id, as its active-mode messages carry it; 0 for an empty handle.
   socket_id id() const noexcept;
   /// Closes the socket: queued bytes are still written, then the connection is shut down. Any
   /// thread; idempotent; the handle becomes empty.
@@ -180,11 +199,14 @@ class tcp_socket {
   std::size_t queued_bytes() const noexcept;
   /// The process that owns the socket now.
   pid owner() const noexcept;
+  /// This side's address and port; net_errc::no_handle for an empty handle.
   expected<endpoint, std::error_code> local() const;
+  /// The peer's address and port; net_errc::no_handle for an empty handle.
   expected<endpoint, std::error_code> peer() const;
 
   /// For the layer itself.
   explicit tcp_socket(std::shared_ptr<detail::socket_state> st) noexcept : st_(std::move(st)) {}
+  /// For the layer itself: the socket's shared state.
   const std::shared_ptr<detail::socket_state>& state() const noexcept { return st_; }
 
  private:
@@ -217,10 +239,15 @@ task<expected<void, std::error_code>> controlling_process(process& self, tcp_soc
 
 // -- listening ------------------------------------------------------------------------------------
 
+/// Where and how listen() listens, and the options every accepted socket gets.
 struct listen_options {
+  /// The numeric address to bind, IPv4 or IPv6 (net_errc::bad_address otherwise); by default
+  /// the loopback interface only.
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  ///< 0: any free port (see tcp_listener::port)
+  /// Connections the kernel holds until they are accepted (listen(2)'s backlog); positive.
   int backlog = 1024;
+  /// SO_REUSEADDR, so that a restarted server can bind its port again at once.
   bool reuse_address = true;
   socket_options accepted{};  ///< the options of every accepted socket
 };
@@ -230,13 +257,18 @@ struct listen_options {
 class tcp_listener {
  public:
   tcp_listener() noexcept = default;
+  /// True when the handle holds a listener (false for a default-made one).
   explicit operator bool() const noexcept { return st_ != nullptr; }
+  /// The port it listens on (the one chosen, with port 0); 0 for an empty handle.
   std::uint16_t port() const noexcept;
   /// Stops listening: pending and later accepts fail with net_errc::closed. Any thread.
   void close() noexcept;
+  /// True once closed (by any copy), and for an empty handle.
   bool closed() const noexcept;
 
+  /// For the layer itself.
   explicit tcp_listener(std::shared_ptr<detail::listener_state> st) noexcept : st_(std::move(st)) {}
+  /// For the layer itself: the listener's shared state.
   const std::shared_ptr<detail::listener_state>& state() const noexcept { return st_; }
 
  private:
@@ -245,6 +277,7 @@ class tcp_listener {
 
 /// Opens a listening socket (bind errors such as EADDRINUSE come back as they are).
 expected<tcp_listener, std::error_code> listen(runtime& rt, listen_options opts);
+/// The same, in the runtime of `self`.
 expected<tcp_listener, std::error_code> listen(basic_process& self, listen_options opts);
 
 /// Waits for a connection; the calling process owns it. EMFILE and ENFILE come back as errors

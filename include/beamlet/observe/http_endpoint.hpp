@@ -66,15 +66,16 @@ class basic_process;
 
 /// A whole answer, for pages that choose their status.
 struct http_response {
-  unsigned status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
+  unsigned status = 200;                                   ///< the HTTP status code
+  std::string content_type = "text/plain; charset=utf-8";  ///< the Content-Type header
+  std::string body;                                        ///< the body, sent as is
 };
 
 /// One page an application adds to the endpoint.
 struct http_page {
   /// The exact path ("/replay/state"); the query string is handed to render.
   std::string path;
+  /// The Content-Type of render's answers (respond sets its own).
   std::string content_type = "text/html; charset=utf-8";
   /// Called in the endpoint's process for every GET of `path`, with the query string (without
   /// its '?'); the answer is a 200 with this body. An exception becomes a 500 answer whose body
@@ -94,6 +95,7 @@ struct http_builtin_pages {
   bool index = true;      ///< /
 };
 
+/// How an endpoint listens, what it serves, and its limits (see the file comment).
 struct http_endpoint_options {
   /// A numeric address to listen on; loopback unless you mean it.
   std::string address = "127.0.0.1";
@@ -102,9 +104,11 @@ struct http_endpoint_options {
   /// Registered name of the endpoint's process ("" for none): how find() reaches an endpoint
   /// that a supervisor started.
   std::string name{};
+  /// Connections open at once; more are answered 503 and closed.
   std::size_t max_connections = 1024;
   /// Connections open at once from one peer address.
   std::size_t max_connections_per_peer = 64;
+  /// The largest request head, and the largest body, accepted; a bigger one gets 413.
   std::size_t max_request_bytes = std::size_t{16} * 1024;
   /// A new connection's first request must have arrived within this long.
   std::chrono::milliseconds header_timeout{2000};
@@ -126,9 +130,13 @@ struct http_endpoint_options {
   /// "/"). A page without a path starting with '/', or without exactly one of render and
   /// respond, is std::invalid_argument.
   std::vector<http_page> pages{};
+  /// Which built-in pages are served (all by default).
   http_builtin_pages builtin{};
 };
 
+/// The handle of an endpoint started with start(): it owns the endpoint, which stops when the
+/// handle is destroyed. Move-only. An endpoint started by a supervisor (http_endpoint_start)
+/// has no handle; find() reads it.
 class http_endpoint {
  public:
   /// Starts an endpoint owned by nobody: it runs until stop(), the handle's destruction or the
@@ -138,11 +146,14 @@ class http_endpoint {
   static expected<http_endpoint, std::error_code> start(runtime& rt,
                                                         http_endpoint_options opts = {});
 
+  /// Takes over the endpoint; the moved-from handle owns none.
   http_endpoint(http_endpoint&&) noexcept;
+  /// Stops the endpoint this handle owns (see stop()), then takes over the other's.
   http_endpoint& operator=(http_endpoint&&) noexcept;
   /// Stops the endpoint (see stop()).
   ~http_endpoint();
 
+  /// The port it listens on (the one chosen, for port 0); 0 once stopped or moved from.
   std::uint16_t port() const noexcept;
   /// The process that answers requests.
   pid process() const noexcept;
@@ -150,7 +161,10 @@ class http_endpoint {
   /// has ended. Idempotent. Blocks: call it from an outside thread, not from a process.
   void stop();
 
+  /// The endpoint's counters (also in /metrics as beamlet_http_*); totals since the start
+  /// unless marked "now".
   struct statistics {
+    /// Connections open now.
     std::size_t open_connections = 0;
     std::uint64_t connections = 0;  ///< accepted, ever
     std::uint64_t requests = 0;     ///< complete requests received
@@ -164,16 +178,18 @@ class http_endpoint {
     std::size_t queued_bytes = 0;     ///< answers' bytes not yet written, now
     std::uint64_t slow_closed = 0;    ///< connections closed to keep within max_queued_bytes
   };
+  /// The counters now; all zero once stopped or moved from.
   statistics stats() const;
 
   /// What find() reports of a running endpoint.
   struct info {
-    std::uint16_t port = 0;
-    statistics stats;
+    std::uint16_t port = 0;  ///< the port it listens on
+    statistics stats;        ///< its counters when find() ran
   };
   /// The endpoint whose process is `endpoint` (started either way: by start() or by a
   /// supervisor), while it runs; nullopt otherwise. Thread-safe.
   static std::optional<info> find(runtime& rt, pid endpoint);
+  /// As find(runtime&, pid), in the runtime of process `self`.
   static std::optional<info> find(basic_process& self, pid endpoint);
 
   struct state;

@@ -44,25 +44,33 @@ BEAMLET_BEGIN_NAMESPACE
 class log_handler {
  public:
   virtual ~log_handler() = default;
+  /// Writes one event; events come one at a time, in the order they were queued. An exception
+  /// is swallowed and counted in logger::statistics::handler_errors.
   virtual void handle(const log_event& e) = 0;
   /// After each batch of events, and on flush(): push buffered output out.
   virtual void flush() {}
 };
 
+/// The runtime's logger (OTP's logger): one per runtime, made with it; reach it with of().
+/// Levels, reports, handlers and overload protection are described in the file comment.
 class logger final : public runtime_extension {
  public:
-  /// The logger of `rt` (or of the runtime `self` runs on).
+  /// The logger of `rt`.
   static logger& of(runtime& rt);
+  /// The logger of the runtime `self` runs on.
   static logger& of(basic_process& self);
 
   /// Events less severe than `level` are dropped where they are made, before anything is built.
   /// Default: notice.
   void set_level(log_level level) noexcept;
+  /// The level set by set_level.
   log_level level() const noexcept;
   /// Crash, supervisor, progress, gen_server and alarm reports on or off. Default: on.
   void set_reports(bool on) noexcept;
+  /// Whether reports are on (set_reports).
   bool reports() const noexcept;
 
+  /// Names a handler added with add_handler, for remove_handler. Never reused.
   using handler_id = std::uint64_t;
   /// Adds a handler: events handled from now on go to it too. Throws std::invalid_argument for
   /// a null handler.
@@ -77,6 +85,7 @@ class logger final : public runtime_extension {
 
   /// The built-in handlers. Text: OTP-style report blocks, one block per event.
   static std::unique_ptr<log_handler> text(std::ostream& out);
+  /// text(std::cerr): the handler every logger starts with.
   static std::unique_ptr<log_handler> stderr_text();
   /// One JSON object per line: time, level, pid, registered_name, report, msg, fields.
   static std::unique_ptr<log_handler> json_lines(std::ostream& out);
@@ -93,18 +102,21 @@ class logger final : public runtime_extension {
   /// called from a handler).
   void flush();
 
+  /// The logger's counters: totals since it was made, except `queued`.
   struct statistics {
     std::uint64_t handled = 0;         ///< events given to the handlers
     std::uint64_t dropped = 0;         ///< events dropped by overload protection
     std::uint64_t handler_errors = 0;  ///< exceptions thrown by handlers
     std::size_t queued = 0;            ///< waiting now
   };
+  /// The counters now.
   statistics stats() const;
   /// Above this many waiting events, new ones are dropped. Default 10,000; at least 1.
   void set_drop_threshold(std::size_t n) noexcept;
 
   /// The text and JSON forms of one event, as the built-in handlers write them. Times are UTC.
   static std::string format_text(const log_event& e);
+  /// The JSON form: one object, without the newline json_lines adds.
   static std::string format_json(const log_event& e);
 
   // -- runtime_extension ----------------------------------------------------------------------

@@ -47,12 +47,16 @@ namespace detail {
 class runtime_core;
 }  // namespace detail
 
+/// What prometheus_metrics includes.
 struct metrics_options {
   /// How many registered processes message_queue_len lists (largest queues first).
   std::size_t top_k = 10;
 };
 
+/// The metrics of `rt` now, as Prometheus text (what GET /metrics serves): the runtime's own
+/// families, then the collectors', then the application's.
 std::string prometheus_metrics(runtime& rt, const metrics_options& opts = {});
+/// As prometheus_metrics(runtime&, ...), for the runtime of process `self`.
 std::string prometheus_metrics(basic_process& self, const metrics_options& opts = {});
 
 /// Writes metric families in the exposition format, for collectors. Names are given without
@@ -65,6 +69,7 @@ class metrics_writer {
   void sample(std::string_view name, std::uint64_t value, std::string_view labels = {});
   /// `key="value"`, with the value escaped as the format requires.
   static std::string label(std::string_view key, std::string_view value);
+  /// The text written so far, moved out of the writer.
   std::string take() { return std::move(out_); }
 
  private:
@@ -77,7 +82,10 @@ class metrics_writer {
 /// taken replaces that one. The network layer and the HTTP endpoint add theirs this way, and
 /// so can an application. Thread-safe.
 using metrics_collector = std::function<void(metrics_writer& out)>;
+/// Adds `collect` under `key`, replacing a collector already there; it is called on every
+/// collection until removed.
 void add_metrics_collector(runtime& rt, std::string key, metrics_collector collect);
+/// Removes the collector under `key`, if any. A collection already under way may still call it.
 void remove_metrics_collector(runtime& rt, std::string_view key);
 namespace detail {
 void add_metrics_collector(runtime_core& rt, std::string key, metrics_collector collect);

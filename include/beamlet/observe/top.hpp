@@ -31,22 +31,29 @@ BEAMLET_BEGIN_NAMESPACE
 class runtime;
 class process;
 
+/// What to rank processes by: message_queue_len (messages queued), memory (bytes, as
+/// process_info reports them) or reductions (work done).
 enum class top_by : std::uint8_t { message_queue_len, memory, reductions };
 /// "message_queue_len", "memory", "reductions"
 std::string_view to_string(top_by b) noexcept;
 
+/// One process in a top or top_window answer. Apart from `value`, the fields are read when
+/// the answer is put together, just after the ranking pass.
 struct top_entry {
-  beamlet::pid pid;
+  beamlet::pid pid;  ///< the process
   /// The value ranked (for top_window: its increase over the interval).
   std::int64_t value = 0;
   std::string registered_name;  ///< "" if none
-  std::string initial_call;
-  process_status status = process_status::runnable;
-  std::size_t message_queue_len = 0;
+  std::string initial_call;     ///< the body's type (a gen_server's server class), demangled
+  process_status status = process_status::runnable;  ///< running, runnable, waiting...
+  std::size_t message_queue_len = 0;                 ///< messages queued
   std::string waiting_for;  ///< when the process was parked in a labelled receive
 };
 
+/// recon:proc_count/2: the `n` processes with the largest `by` now (fewer if fewer are
+/// alive), largest first. Waits for no process.
 std::vector<top_entry> top(runtime& rt, std::size_t n, top_by by);
+/// As top(runtime&, ...), in the runtime of process `self`.
 std::vector<top_entry> top(basic_process& self, std::size_t n, top_by by);
 /// Blocks the calling (outside) thread for `interval`.
 std::vector<top_entry> top_window(runtime& rt, std::size_t n, top_by by,

@@ -30,28 +30,38 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// When a supervisor restarts a child that ended (OTP's `restart`).
 enum class restart_type : std::uint8_t {
   permanent,  ///< always restarted
   transient,  ///< restarted unless it ends normal, shutdown or {shutdown, _}
   temporary,  ///< never restarted; its spec is dropped when it ends
 };
 
+/// Whether a child is a worker or a supervisor: picks its default shutdown (5000 ms or
+/// infinity) and how count_children counts it.
 enum class child_type : std::uint8_t { worker, supervisor };
 
 /// How a child is stopped: brutal_kill (exit kill), a timeout (exit shutdown, then kill), or
 /// infinity (exit shutdown and wait).
 class shutdown_spec {
  public:
+  /// Which of the three shutdowns: brutal_kill, timeout or infinite (OTP's infinity).
   enum class kind : std::uint8_t { brutal_kill, timeout, infinite };
 
+  /// Kill the child at once: exit(Child, kill).
   static shutdown_spec brutal_kill() noexcept { return shutdown_spec(kind::brutal_kill, {}); }
+  /// Send exit shutdown and wait for the child to end, however long it takes.
   static shutdown_spec infinity() noexcept { return shutdown_spec(kind::infinite, {}); }
+  /// Send exit shutdown, then kill the child if it has not ended within `t`.
   static shutdown_spec timeout(std::chrono::milliseconds t) noexcept {
     return shutdown_spec(kind::timeout, t);
   }
 
+  /// Which shutdown this is.
   kind which() const noexcept { return kind_; }
+  /// The wait before the kill; meaningful for kind::timeout only.
   std::chrono::milliseconds time() const noexcept { return time_; }
+  /// Same kind and time.
   friend bool operator==(const shutdown_spec&, const shutdown_spec&) = default;
 
  private:
@@ -60,11 +70,8 @@ class shutdown_spec {
   std::chrono::milliseconds time_;
 };
 
-/// A DynamicSupervisor's extra_arguments: values the supervisor prepends to every child start
-/// (Elixir's `extra_arguments: [...]`). Type-erased, as the supervisor holds one list for
-/// children of any type; a start function reads them back with get<T>(i), which throws
-/// bad_extra_argument on a missing index or a type mismatch, so the start fails with a clear
-/// {error, Reason} instead of undefined behaviour.
+/// What extra_arguments::get throws on a missing index or a type mismatch, so that the start
+/// fails with a clear {error, Reason} instead of undefined behaviour.
 class bad_extra_argument : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -75,9 +82,15 @@ class extra_arguments;
 template <class T>
 concept extra_value = !std::is_same_v<std::decay_t<T>, extra_arguments>;
 
+/// A DynamicSupervisor's extra_arguments: values the supervisor prepends to every child start
+/// (Elixir's `extra_arguments: [...]`). Type-erased, as the supervisor holds one list for
+/// children of any type; a start function reads them back with `get<T>(i)`, which throws
+/// bad_extra_argument on a missing index or a type mismatch, so the start fails with a clear
+/// {error, Reason} instead of undefined behaviour.
 class extra_arguments {
  public:
   extra_arguments() = default;
+  /// The values, in order, each stored by value (copied or moved in).
   template <extra_value T, extra_value... More>
   explicit extra_arguments(T&& first, More&&... more) {
     values_.reserve(1 + sizeof...(More));
@@ -85,9 +98,13 @@ class extra_arguments {
     (values_.emplace_back(std::forward<More>(more)), ...);
   }
 
+  /// How many values.
   std::size_t size() const noexcept { return values_.size(); }
+  /// Whether there are none.
   bool empty() const noexcept { return values_.empty(); }
 
+  /// Value `i` as a T: bad_extra_argument if `i` is out of range or the value was not stored as
+  /// exactly a T (no conversions).
   template <class T>
   const T& get(std::size_t i) const {
     if (i >= values_.size())
@@ -123,17 +140,22 @@ concept start_callable = detail::not_start_function<F> && !start_callable_with_e
 /// task<start_result>. The callable is copied into every restart, so it must be copyable.
 class start_function {
  public:
+  /// The stored call: the supervisor process and its extra arguments.
   using signature = task<start_result>(process&, const extra_arguments&);
 
   start_function() = default;
+  /// Empty, as the default: a spec with it fails validation with missing_start.
   start_function(std::nullptr_t) noexcept {}
+  /// From a callable taking `(process& sup, const extra_arguments&)`.
   template <start_callable_with_extra F>
   start_function(F f) : fn_(std::move(f)), target_(&typeid(F)) {}
+  /// From a callable taking `(process& sup)`; the extra arguments are not passed to it.
   template <start_callable F>
   start_function(F f)
       : fn_([f = std::move(f)](process& sup, const extra_arguments&) mutable { return f(sup); }),
         target_(&typeid(F)) {}
 
+  /// Whether a callable is held.
   explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
   /// What the start function starts: child_spec takes its type from here unless told
   /// otherwise (with_type), so the *_start helpers of supervisors and acceptor pools need no
@@ -145,7 +167,7 @@ class start_function {
     return std::move(*this);
   }
   /// What supervisor reports name as the child's start (OTP's mfargs): the server class for
-  /// worker_start<S>, the supervisor kind for the *_start helpers, else the callable's type.
+  /// `worker_start<S>`, the supervisor kind for the *_start helpers, else the callable's type.
   const std::type_info& target() const noexcept {
     return target_ != nullptr ? *target_ : typeid(void);
   }
@@ -177,9 +199,14 @@ class start_function {
 /// at once and started again when the delay is over. Validation: 0 <= min <= max <= 1 day,
 /// 0 <= reset_after <= 1 day, 0 <= jitter <= 1 ({invalid_backoff, ...} otherwise).
 struct restart_backoff {
+  /// The delay of the first restart.
   std::chrono::milliseconds min{100};
+  /// The longest delay, before jitter.
   std::chrono::milliseconds max{10000};
+  /// A child that ran at least this long before it ended starts over from `min`.
   std::chrono::milliseconds reset_after{30000};
+  /// Each delay is stretched by a random factor in [1, 1 + jitter), so that children that
+  /// failed together do not restart together.
   double jitter = 0.2;
 
   /// The delay of restart number `attempt`, before jitter.
@@ -201,26 +228,32 @@ class child_spec {
   child_spec(std::string child_id, start_function start_fn)
       : id(std::move(child_id)), start(std::move(start_fn)), type(start.type()) {}
 
+  /// Sets `restart`.
   child_spec&& with_restart(restart_type r) && {
     restart = r;
     return std::move(*this);
   }
+  /// Sets `shutdown`, replacing the type's default.
   child_spec&& with_shutdown(shutdown_spec s) && {
     shutdown = s;
     return std::move(*this);
   }
+  /// Sets `type`, replacing the start function's.
   child_spec&& with_type(child_type t) && {
     type = t;
     return std::move(*this);
   }
+  /// Sets `modules`.
   child_spec&& with_modules(std::vector<std::string> m) && {
     modules = std::move(m);
     return std::move(*this);
   }
+  /// Sets `significant`.
   child_spec&& with_significant(bool s) && {
     significant = s;
     return std::move(*this);
   }
+  /// Sets `backoff`.
   child_spec&& with_backoff(restart_backoff b) && {
     backoff = b;
     return std::move(*this);
@@ -228,7 +261,9 @@ class child_spec {
 
   /// Unique among the children of a static supervisor; ignored by DynamicSupervisor.
   std::string id;
+  /// Starts the child inside the supervisor process, at first and on every restart.
   start_function start;
+  /// When the child is restarted (permanent by default).
   restart_type restart = restart_type::permanent;
   /// nullopt: 5000 ms for a worker, infinity for a supervisor.
   std::optional<shutdown_spec> shutdown;
@@ -264,9 +299,11 @@ enum class spec_errc : std::uint8_t {
   invalid_backoff,       ///< a restart_backoff out of range
 };
 
+/// Why a child spec is invalid: the check that failed and the offending value.
 struct spec_error {
-  spec_errc code;
+  spec_errc code;      ///< which check failed
   std::string detail;  ///< the offending value, as OTP prints it ({invalid_shutdown, -1})
+  /// OTP's rendering: `missing_id`, or `{invalid_shutdown,-1}` when there is a detail.
   std::string to_string() const;
 };
 

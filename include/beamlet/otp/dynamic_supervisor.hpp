@@ -91,15 +91,20 @@ enum class shedding : std::uint8_t {
 class dynamic_supervisor_init {
  public:
   dynamic_supervisor_init() = default;
+  /// {ok, Flags}: the supervisor starts with `f`.
   dynamic_supervisor_init(dynamic_supervisor_flags f) : flags(std::move(f)), kind_(kind::ok) {}
+  /// ignore: the supervisor does not start, and start_link returns `ignore`.
   static dynamic_supervisor_init ignore() {
     dynamic_supervisor_init i;
     i.kind_ = kind::ignore;
     return i;
   }
+  /// True for {ok, Flags}.
   bool is_ok() const noexcept { return kind_ == kind::ok; }
+  /// True for ignore.
   bool is_ignore() const noexcept { return kind_ == kind::ignore; }
 
+  /// The flags of {ok, Flags}; meaningful only when is_ok().
   dynamic_supervisor_flags flags;
 
  private:
@@ -111,9 +116,14 @@ namespace detail {
 class dynamic_supervisor_server;
 }  // namespace detail
 
+/// How to reach a dynamic supervisor: its pid, registered name or via name, resolved at each use.
 using dynamic_supervisor_ref = server_ref<detail::dynamic_supervisor_server>;
+/// DynamicSupervisor's init callback: runs inside the new supervisor and returns its flags or
+/// ignore.
 using dynamic_supervisor_init_fn = std::function<dynamic_supervisor_init()>;
 
+/// Elixir's DynamicSupervisor: starting one, its management calls, and the load-shedding switch.
+/// Every function is static.
 class dynamic_supervisor {
  public:
   /// DynamicSupervisor.start_link: {ok, Pid}, ignore, or {error, R} with R one of
@@ -125,6 +135,7 @@ class dynamic_supervisor {
   /// docs/gcc12-coroutines.md).
   static task<start_result> start_link(process& self, supervisor_options opts,
                                        const dynamic_supervisor_flags& flags);
+  /// start_link from an outside thread (blocks it); the supervisor is linked to the scoped_process.
   static start_result start_link(scoped_process& me, supervisor_options opts,
                                  const dynamic_supervisor_flags& flags);
 
@@ -170,8 +181,10 @@ class dynamic_supervisor {
 
   /// Forces shedding on or off, or back to automatic, at once: the switch is read by the
   /// supervisor at each start request, without a message, so it works however deep the queue
-  /// is. Any thread. False if `sup` is not a live dynamic supervisor.
+  /// is. Any thread. False if `sup` is not a live dynamic supervisor; a `mode` that is not one
+  /// of the enumerators throws std::invalid_argument.
   static bool set_shedding(runtime& rt, pid sup, shedding mode);
+  /// The same, from a process.
   static bool set_shedding(basic_process& self, pid sup, shedding mode);
 };
 

@@ -30,7 +30,7 @@
 ///   auto r = co_await counter::start_link(self, {});
 ///   int v = co_await call(self, server_ref<counter>(r.pid()), get{});
 ///
-/// Clients address a server through a typed server_ref<S> (a pid, a registered name, or a
+/// Clients address a server through a typed `server_ref<S>` (a pid, a registered name, or a
 /// via_name resolved at each use, as Erlang's {via, Module, Name}), so a
 /// request the server does not handle is a compile-time error, and replies are typed.
 ///
@@ -86,6 +86,7 @@ struct server_options {
   /// calls whose callers already wait).
   mailbox_limit mailbox{};
 
+  /// The proc_lib start_options these amount to (the name is handled by the start itself).
   start_options start() const { return {timeout, wait, mailbox}; }
 };
 

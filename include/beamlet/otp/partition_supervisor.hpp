@@ -72,6 +72,7 @@ concept integer_key = std::integral<I> && !std::is_same_v<I, bool>;
 /// What a partition supervisor routes on.
 class partition_key {
  public:
+  /// An integer key: partition abs(v) rem N.
   template <integer_key I>
   partition_key(I v) noexcept : kind_(kind::integer) {
     if constexpr (std::is_signed_v<I>) {
@@ -82,10 +83,15 @@ class partition_key {
       magnitude_ = static_cast<std::uint64_t>(v);
     }
   }
+  /// A binary key: partition `erlang:phash2(<<Key>>, N)`, as Elixir picks for the same bytes.
   partition_key(std::string_view binary) : kind_(kind::binary), bytes_(binary) {}
+  /// A binary key, as for a string_view.
   partition_key(const std::string& binary) : kind_(kind::binary), bytes_(binary) {}
+  /// A binary key from a C string, as for a string_view.
   partition_key(const char* binary) : kind_(kind::binary), bytes_(binary) {}
+  /// A pid key: partition `p.serial()` rem N (no port can match Erlang's hash of a pid).
   partition_key(pid p) noexcept : kind_(kind::integer), magnitude_(p.serial()) {}
+  /// A ref key: partition `r.value()` rem N.
   partition_key(ref r) noexcept : kind_(kind::integer), magnitude_(r.value()) {}
 
   /// The partition in 0..partitions-1 (partitions > 0).
@@ -100,6 +106,7 @@ class partition_key {
   std::string bytes_;
 };
 
+/// What partition_supervisor::start_link starts; the defaults are Elixir's.
 struct partition_supervisor_options {
   /// Required; the supervisor registers under it.
   std::string name;
@@ -112,8 +119,12 @@ struct partition_supervisor_options {
   /// The static supervisor's flags (strategy, `intensity` restarts in `period` seconds: Elixir's
   /// :max_restarts and :max_seconds).
   restart_strategy strategy = restart_strategy::one_for_one;
+  /// Restarts allowed within `period` (Elixir's :max_restarts).
   int intensity = 3;
+  /// The intensity window in seconds (Elixir's :max_seconds).
   int period = 5;
+  /// How long start_link waits for the supervisor's init, which starts every partition (infinity by
+  /// default).
   timeout_value timeout;
   /// How the supervisor waits for its children's init acks.
   ack_wait_mode wait = ack_wait_mode::scan;
@@ -123,11 +134,14 @@ struct partition_supervisor_options {
   std::optional<rate_limit> total_start_rate{};
 };
 
+/// Elixir's PartitionSupervisor: starting one, routing to its partitions, and managing it. Every
+/// function is static.
 class partition_supervisor {
  public:
   /// Starts the supervisor and its partitions; bad options give {error, ...} (header comment).
   /// `opts` is read before the task first suspends.
   static task<start_result> start_link(process& self, const partition_supervisor_options& opts);
+  /// start_link from an outside thread (blocks it); the supervisor is linked to the scoped_process.
   static start_result start_link(scoped_process& me, const partition_supervisor_options& opts);
 
   /// DynamicSupervisor.start_child on key's partition, after the total start rate: over it,
@@ -143,9 +157,11 @@ class partition_supervisor {
 
   /// The partition count. Throws exit_exception {noproc, ...} for an unknown supervisor.
   static int partitions(runtime& rt, std::string_view name);
+  /// The same, from a process.
   static int partitions(process& self, std::string_view name);
   /// GenServer.whereis({via, PartitionSupervisor, {Name, Key}}).
   static pid whereis(runtime& rt, std::string_view name, const partition_key& key);
+  /// The same, from a process.
   static pid whereis(process& self, std::string_view name, const partition_key& key);
 
   // The management calls, each for both contexts (beamlet/core/call_context.hpp). Each takes
@@ -154,6 +170,7 @@ class partition_supervisor {
   template <call_context Ctx>
   static in_context<Ctx, std::vector<child_info>> which_children(Ctx& self, supervisor_ref sup,
                                                                  timeout_value timeout = infinity);
+  /// supervisor:count_children: the partitions, counted as a static supervisor's children.
   template <call_context Ctx>
   static in_context<Ctx, child_counts> count_children(Ctx& self, supervisor_ref sup,
                                                       timeout_value timeout = infinity);

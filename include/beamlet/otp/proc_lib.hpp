@@ -47,9 +47,9 @@ BEAMLET_BEGIN_NAMESPACE
 
 /// {ack, Pid, Ret}: the message a child sends to its starter. `tag` is set in marker mode.
 struct init_ack_message {
-  pid from;
-  ref tag;
-  start_result result;
+  pid from;             ///< the child that acks
+  ref tag;              ///< the starter's marked ref in marker mode; null in scan mode
+  start_result result;  ///< what the child's init reports (Ret)
 };
 namespace detail {
 // A starter waits for this: a bounded mailbox never drops it.
@@ -61,6 +61,7 @@ inline constexpr bool is_control_message<init_ack_message> = true;
 class starter {
  public:
   starter() noexcept = default;
+  /// Acks go to `parent`, carrying `tag` (null in scan mode). Made by the start functions.
   starter(pid parent, ref tag) noexcept : parent_(parent), tag_(tag) {}
 
   /// The process that started this one (proc_lib's first ancestor).
@@ -76,6 +77,7 @@ class starter {
   ref tag_;
 };
 
+/// Options of proc_lib's start and start_link.
 struct start_options {
   /// How long to wait for the ack; infinity is OTP's default.
   timeout_value timeout{};

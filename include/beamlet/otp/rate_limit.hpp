@@ -1,7 +1,7 @@
 /// @file
 /// beamlet/otp/rate_limit.hpp: token buckets, for start-rate limits and any process that wants one.
 ///
-/// A token_bucket admits `rate` events per second on average and `burst` at once. It is the
+/// A token_bucket admits `per_second` events per second on average and `burst` at once. It is the
 /// generic cell rate algorithm: one 64-bit word holds the time at which the bucket will be full
 /// again, so try_acquire is a load and a compare-exchange, thread-safe without a lock, and
 /// costs nothing while no one calls it. Time is passed in, so a bucket follows whatever clock
@@ -21,14 +21,20 @@ BEAMLET_BEGIN_NAMESPACE
 
 /// A rate: `per_second` on average, up to `burst` back to back.
 struct rate_limit {
-  double per_second = 0;
-  double burst = 1;
+  double per_second = 0;  ///< events per second on average; must be positive and finite
+  double burst = 1;       ///< events admitted back to back; must be >= 1 and finite
 };
 
+/// A token bucket enforcing one rate_limit; starts full. Shared by any number of threads without a
+/// lock; not copyable.
 class token_bucket {
  public:
+  /// The time callers pass in: the runtime clock's (clock_time, what a process's self.now()
+  /// returns).
   using time_point = std::chrono::steady_clock::time_point;
 
+  /// A full bucket for `limit`. Throws std::invalid_argument for bad parameters, or for a rate so
+  /// low that `burst` tokens would take longer than about 285 years to come back.
   explicit token_bucket(rate_limit limit);
   token_bucket(const token_bucket&) = delete;
   token_bucket& operator=(const token_bucket&) = delete;
@@ -37,6 +43,7 @@ class token_bucket {
   bool try_acquire(time_point now) noexcept;
   /// Tokens available at `now` (fractional).
   double available(time_point now) const noexcept;
+  /// The rate it was made with.
   rate_limit limit() const noexcept { return limit_; }
 
  private:

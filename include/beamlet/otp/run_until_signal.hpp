@@ -38,6 +38,7 @@
 
 BEAMLET_BEGIN_NAMESPACE
 
+/// Options of run_until_signal.
 struct run_options {
   /// The signals that stop the service.
   std::vector<int> signals{SIGINT, SIGTERM};

@@ -23,8 +23,10 @@ namespace detail {
 class runtime_core;
 }
 
+/// One supervisor's counters, as supervisor_stats reads them (each read on its own, without a lock:
+/// the fields need not be from one instant).
 struct supervisor_statistics {
-  pid supervisor;
+  pid supervisor;                        ///< its pid
   std::string registered_name;           ///< "" if none
   std::string kind;                      ///< "supervisor" or "dynamic_supervisor"
   std::uint64_t restarts = 0;            ///< restart attempts (each counts against the intensity)
@@ -37,6 +39,7 @@ struct supervisor_statistics {
 
 /// Every live supervisor of `rt`, in pid order.
 std::vector<supervisor_statistics> supervisor_stats(runtime& rt);
+/// The same, from the runtime's internal core (the library's own use).
 std::vector<supervisor_statistics> supervisor_stats(detail::runtime_core& rt);
 
 BEAMLET_END_NAMESPACE

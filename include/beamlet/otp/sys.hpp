@@ -16,9 +16,9 @@
 /// form for outside threads (the same call, made with a scoped_process). Errors are those of a call
 /// (call_error): noproc when the server is not alive, timeout when it does not answer in time (a
 /// process that is not a gen_server never answers, as in OTP), the server's exit reason if it dies
-/// meanwhile. get_state<S> on a server of another class throws std::invalid_argument. A suspended
-/// server still answers system messages and can still be stopped; its gen_server timeout does not
-/// run. Traces go to the logger at `notice`, as "*DBG* <0.9.0> got call ...".
+/// meanwhile. `get_state<S>` on a server of another class throws std::invalid_argument. A
+/// suspended server still answers system messages and can still be stopped; its gen_server timeout
+/// does not run. Traces go to the logger at `notice`, as "*DBG* <0.9.0> got call ...".
 #pragma once
 
 #include <chrono>
@@ -133,10 +133,12 @@ in_context<Ctx, S> get_state(Ctx& self, server_ref<S> server,
 template <call_context Ctx>
 in_context<Ctx, server_status> get_status(Ctx& self, server_ref<void> server,
                                           timeout_value timeout = detail::sys_default_timeout);
-/// sys:suspend/1 and sys:resume/1.
+/// sys:suspend/1: until resumed, the server takes only system messages, a stop and its
+/// parent's exit; its gen_server timeout does not run.
 template <call_context Ctx>
 in_context<Ctx, void> suspend(Ctx& self, server_ref<void> server,
                               timeout_value timeout = detail::sys_default_timeout);
+/// sys:resume/1: the server takes all its messages again.
 template <call_context Ctx>
 in_context<Ctx, void> resume(Ctx& self, server_ref<void> server,
                              timeout_value timeout = detail::sys_default_timeout);

@@ -2,7 +2,7 @@
 /// beamlet/otp/gen_server/client.hpp: talking to a GenServer: server_ref, call, cast, stop,
 /// send_request/receive_response, reply.
 ///
-/// A server_ref<S> addresses a server of type S by pid, registered name or via name, resolved at
+/// A `server_ref<S>` addresses a server of type S by pid, registered name or via name, resolved at
 /// each use; the request types S handles are checked at compile time and replies are typed.
 ///
 ///  * call (gen_server:call, spec §4.2): monitor the server with a receive marker, send, wait for
@@ -50,27 +50,41 @@ BEAMLET_BEGIN_NAMESPACE
 template <class S>
 class server_ref {
  public:
-  using server_type = S;
+  using server_type = S;  ///< the server class it addresses
 
+  /// Addresses nobody: it resolves to the null pid (a call fails with noproc).
   server_ref() = default;
+  /// The server with pid `p`.
   server_ref(pid p) noexcept : pid_(p) {}
+  /// The server registered under `name`, looked up at each use.
   server_ref(std::string name) : name_(std::move(name)) {}
+  /// The server registered under `name` (a C string), looked up at each use.
   server_ref(const char* name) : name_(name) {}
+  /// The server that `v` resolves to at each use ({via, Module, Name}).
   server_ref(via_name v) : via_(std::move(v)) {}
+  /// The server a start function started: `r.pid()` (the null pid unless `r` is ok).
   static server_ref from(const start_result& r) noexcept { return server_ref(r.pid()); }
 
+  /// True when addressed by a registered name.
   bool by_name() const noexcept { return !name_.empty(); }
+  /// True when addressed by a via name.
   bool by_via() const noexcept { return via_.has_value(); }
+  /// The registered name; empty unless by_name().
   const std::string& name() const noexcept { return name_; }
+  /// The via name; nullopt unless by_via().
   const std::optional<via_name>& via() const noexcept { return via_; }
+  /// The stored pid; the null pid when addressed by name or by via name.
   pid id() const noexcept { return pid_; }
   /// The pid now: the stored pid, whoever holds the name, or what the via name resolves to
   /// (null pid if nobody). A via name may throw exit_exception.
   pid resolve(runtime& rt) const { return resolve(rt.core()); }
+  /// The same, from the runtime's internal core (the library's own use).
   pid resolve(detail::runtime_core& rt) const {
     if (via_) return via_->whereis(rt);
     return by_name() ? detail::whereis_in(rt, name_) : pid_;
   }
+  /// The address as text (the pid, the name, or the via name's description), as call errors show
+  /// it.
   std::string to_string() const {
     if (via_) return via_->to_string();
     return by_name() ? name_ : pid_.to_string();
@@ -90,6 +104,8 @@ void reply(basic_process& self, const from<R>& to, V&& value) {
   detail::send_node(*detail::runtime_of(self), to.caller(),
                     detail::make_reply_node(to.tag(), R(std::forward<V>(value))));
 }
+/// gen_server:reply(From, ok): answers a call whose reply type is void, now or later, from any
+/// process.
 inline void reply(basic_process& self, const from<void>& to) {
   detail::send_node(*detail::runtime_of(self), to.caller(), detail::make_reply_node(to.tag()));
 }
@@ -256,6 +272,7 @@ task<reply_of_t<std::decay_t<Req>>> call(process& self, server_ref<S> server, Re
                                          timeout_value timeout = std::chrono::milliseconds(5000)) {
   return detail::process_call<S>(self, std::move(server), std::forward<Req>(req), timeout, true);
 }
+/// A priority call from an outside thread (blocks it). The reply and the errors are call's.
 template <class S, class Req>
 reply_of_t<std::decay_t<Req>> call(scoped_process& me, server_ref<S> server, Req&& req, priority_t,
                                    timeout_value timeout = std::chrono::milliseconds(5000)) {
@@ -274,6 +291,8 @@ class request_id {
   /// Made by send_request.
   request_id(ref m, pid server, std::string text)
       : monitor_(m), server_(server), text_(std::move(text)) {}
+  /// The monitor that is also the reply's tag; the null ref when nothing was sent (the server was
+  /// not found, or its bounded mailbox refused the request).
   ref monitor() const noexcept { return monitor_; }
   /// The server's pid (null if it was not found).
   pid server() const noexcept { return server_; }

@@ -17,12 +17,13 @@ BEAMLET_BEGIN_NAMESPACE
 
 /// sys:get_status/1, as a value.
 struct server_status {
-  beamlet::pid pid;
+  beamlet::pid pid;             ///< the server's pid
   std::string registered_name;  ///< "" if none
   std::string server_type;      ///< the server class, demangled
-  bool suspended = false;
-  beamlet::pid parent;
-  bool tracing = false;
+  bool suspended = false;       ///< between sys::suspend and sys::resume
+  beamlet::pid parent;          ///< the process that started it
+  bool tracing = false;         ///< sys::trace is on
+  /// Whether sys::statistics is on.
   bool collecting_statistics = false;
   /// The state, formatted by the server's format_status() if it has one, else by
   /// operator<< if the server class has one, else "<ServerType>".
@@ -34,7 +35,9 @@ std::string to_string(const server_status& s);
 
 /// sys:statistics/2's answer: totals since statistics were switched on.
 struct server_statistics {
+  /// When statistics were switched on.
   std::chrono::system_clock::time_point start_time;
+  /// When this answer was made.
   std::chrono::system_clock::time_point current_time;
   std::uint64_t reductions = 0;    ///< the process's reductions since then
   std::uint64_t messages_in = 0;   ///< messages the server took (system messages excepted)
