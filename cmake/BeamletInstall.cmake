@@ -2,23 +2,23 @@
 #   find_package(beamlet REQUIRED)  and link  beamlet::beamlet.
 include(CMakePackageConfigHelpers)
 
-# Two components, as Debian splits a library (cmake/BeamletPackage.cmake): `runtime` is the
-# shared library a program needs to run, `dev` everything a build needs (headers, the static
+# Two components, as Debian splits a library (cmake/BeamletPackage.cmake): `beamlet_runtime` is
+# the shared library a program needs to run, `beamlet_dev` everything a build needs (headers, the static
 # library or the shared library's link name, the CMake package, the pkg-config file).
 install(TARGETS beamlet
   EXPORT beamletTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT beamlet_dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT beamlet_runtime NAMELINK_COMPONENT beamlet_dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT beamlet_runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/beamlet
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT beamlet_dev)
 
 set(BEAMLET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/beamlet)
 install(EXPORT beamletTargets
   FILE beamletTargets.cmake
   NAMESPACE beamlet::
   DESTINATION ${BEAMLET_CMAKE_DIR}
-  COMPONENT dev)
+  COMPONENT beamlet_dev)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/beamletConfig.cmake.in
   ${PROJECT_BINARY_DIR}/beamletConfig.cmake
@@ -36,23 +36,36 @@ install(FILES
   ${PROJECT_BINARY_DIR}/beamletConfig.cmake
   ${PROJECT_BINARY_DIR}/beamletConfigVersion.cmake
   DESTINATION ${BEAMLET_CMAKE_DIR}
-  COMPONENT dev)
+  COMPONENT beamlet_dev)
 
 # pkg-config (beamlet.pc), for builds that do not use CMake. The library is static unless
-# BUILD_SHARED_LIBS, so what it links is in Libs.private (pkg-config --static --libs).
+# BEAMLET_SHARED, so what it links is in Libs.private (pkg-config --static --libs); a static
+# library's consumer must also pull in the layers' startup object, which nothing names.
 file(RELATIVE_PATH BEAMLET_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" BEAMLET_PC_TO_PREFIX "${BEAMLET_PC_TO_PREFIX}")
+set(BEAMLET_PC_LINK_STARTUP "")
+if(NOT BEAMLET_SHARED)
+  set(BEAMLET_PC_LINK_STARTUP " -Wl,--undefined=beamlet_layer_hooks")
+endif()
+set(BEAMLET_PC_STDLIB "")
+if(BEAMLET_STDLIB_FLAG)
+  set(BEAMLET_PC_STDLIB " ${BEAMLET_STDLIB_FLAG}")
+endif()
 set(BEAMLET_PC_PRIVATE_LIBS "")
 if(BEAMLET_TLS)
   set(BEAMLET_PC_PRIVATE_LIBS "-lssl -lcrypto")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/beamlet.pc.in ${PROJECT_BINARY_DIR}/beamlet.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/beamlet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-  COMPONENT dev)
+  COMPONENT beamlet_dev)
 
 # Build-tree export: a consumer may point beamlet_DIR at the build directory.
 export(EXPORT beamletTargets
   FILE ${PROJECT_BINARY_DIR}/beamletTargets.cmake
   NAMESPACE beamlet::)
 
-include(${CMAKE_CURRENT_LIST_DIR}/BeamletPackage.cmake)
+# CPack writes the top-level project's CPackConfig.cmake and `package` target: only beamlet's
+# own build makes packages, never a project that includes it.
+if(BEAMLET_MASTER_PROJECT)
+  include(${CMAKE_CURRENT_LIST_DIR}/BeamletPackage.cmake)
+endif()

@@ -34,17 +34,33 @@ function(beamlet_add_layer name)
       ${CMAKE_CURRENT_SOURCE_DIR})
   # Boost (Asio timers, core::demangle) is an implementation detail: consumers never see it.
   target_include_directories(${target} SYSTEM PRIVATE ${Boost_INCLUDE_DIRS})
-  target_compile_definitions(${target} PRIVATE BOOST_ASIO_NO_DEPRECATED)
+  # Asio 1.74 uses std::invoke_result only where it knows the compiler has it (MSVC), and
+  # std::result_of otherwise, which C++20 removed and libc++ 16 no longer declares.
+  target_compile_definitions(${target} PRIVATE BOOST_ASIO_NO_DEPRECATED
+                                               BOOST_ASIO_HAS_STD_INVOKE_RESULT=1)
   if(BEAMLET_COUNT_LOCKS)
     target_compile_definitions(${target} PRIVATE BEAMLET_COUNT_LOCKS=1)
   endif()
   if(BEAMLET_SYSTEM_ALLOCATOR)
     target_compile_definitions(${target} PRIVATE BEAMLET_SYSTEM_ALLOCATOR=1)
   endif()
-  if(BUILD_SHARED_LIBS)
-    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(BEAMLET_SHARED)
+    # Hidden unless a public header declares it (BEAMLET_BEGIN_NAMESPACE's pragma): the ABI
+    # is the public headers, and Boost's and the library's internals stay out of it.
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                                               CXX_VISIBILITY_PRESET hidden)
   endif()
   beamlet_set_warnings(${target})
+  # A function of the library that is not static, not in an anonymous namespace, and defined
+  # without a declaration seen first is either a public one whose header the file forgot (in a
+  # shared beamlet it would then be hidden: the definition, in a private namespace block, is its
+  # first declaration) or a helper that should be internal.
+  # (GCC's -Wmissing-declarations; Clang's is -Wmissing-prototypes.)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    target_compile_options(${target} PRIVATE -Wmissing-prototypes)
+  else()
+    target_compile_options(${target} PRIVATE -Wmissing-declarations)
+  endif()
   if(BEAMLET_COVERAGE_FLAGS)
     target_compile_options(${target} PRIVATE ${BEAMLET_COVERAGE_FLAGS})
   endif()

@@ -6,7 +6,7 @@
 #                       SONAME, which carries the minor version before 1.0 (libbeamlet0.2 holds
 #                       libbeamlet.so.0.2), so two minors can be installed side by side.
 # The packages install under /usr; configure with -DCMAKE_INSTALL_PREFIX=/usr (scripts/package
-# does) for Debian's multiarch library folder (lib/x86_64-linux-gnu), else they use /usr/lib.
+# does) for Debian's multiarch library folder (/usr/lib/<triplet>), else they use /usr/lib.
 set(BEAMLET_PACKAGE_MAINTAINER "beamlet maintainers <maintainers@beamlet.invalid>" CACHE STRING
   "The Maintainer field of the Debian packages")
 
@@ -27,9 +27,9 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS OFF)
 
-set(CPACK_DEBIAN_DEV_PACKAGE_NAME libbeamlet-dev)
-set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_DESCRIPTION
+set(CPACK_DEBIAN_BEAMLET_DEV_PACKAGE_NAME libbeamlet-dev)
+set(CPACK_DEBIAN_BEAMLET_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_BEAMLET_DEV_DESCRIPTION
   "beamlet brings the Erlang/OTP process model to C++20: processes with mailboxes and
 selective receive, links, monitors, GenServer, Supervisor, DynamicSupervisor and
 PartitionSupervisor, sockets owned by processes, and Erlang distribution.
@@ -43,25 +43,39 @@ set(_beamlet_dev_depends "")
 if(BEAMLET_TLS)
   list(APPEND _beamlet_dev_depends libssl-dev)
 endif()
-if(CMAKE_CXX_FLAGS MATCHES "-stdlib=libc\\+\\+")
-  list(APPEND _beamlet_dev_depends "libc++-16-dev" "libc++abi-16-dev")
+string(REGEX MATCH "^[0-9]+" _beamlet_cxx_major "${CMAKE_CXX_COMPILER_VERSION}")
+if(BEAMLET_STDLIB_FLAG STREQUAL "-stdlib=libc++")
+  # Clang's own libc++ (Debian packages it per LLVM version).
+  list(APPEND _beamlet_dev_depends "libc++-${_beamlet_cxx_major}-dev"
+                                   "libc++abi-${_beamlet_cxx_major}-dev")
+elseif(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND _beamlet_dev_depends "libstdc++-${_beamlet_cxx_major}-dev | libstdc++-dev")
 else()
+  # Clang with GCC's library: the one Debian 12's Clang uses.
   list(APPEND _beamlet_dev_depends "libstdc++-12-dev | libstdc++-dev")
 endif()
 if(_beamlet_type STREQUAL "SHARED_LIBRARY")
   list(APPEND _beamlet_dev_depends
     "${_beamlet_runtime_package} (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE})")
-  set(CPACK_COMPONENTS_ALL dev runtime)
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${_beamlet_runtime_package})
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
+  set(CPACK_COMPONENTS_ALL beamlet_dev beamlet_runtime)
+  set(CPACK_DEBIAN_BEAMLET_RUNTIME_PACKAGE_NAME ${_beamlet_runtime_package})
+  set(CPACK_DEBIAN_BEAMLET_RUNTIME_PACKAGE_SECTION libs)
   # dpkg-shlibdeps reads the library's own needs (libc6, libstdc++6, libssl3, ...).
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
-  set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
+  set(CPACK_DEBIAN_BEAMLET_RUNTIME_PACKAGE_SHLIBDEPS ON)
+  # A shlibs file, so that dpkg-shlibdeps can compute what a package built against it needs.
+  set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # for the packages that hold a library
+  set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+  # CPack's own scripts call ldconfig unconditionally; these skip it when dpkg installs into
+  # another root (DPKG_ROOT), as the packaging tests do.
+  set(CPACK_DEBIAN_BEAMLET_RUNTIME_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/cmake/debian/postinst ${PROJECT_SOURCE_DIR}/cmake/debian/postrm)
+  set(CPACK_DEBIAN_BEAMLET_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+  set(CPACK_DEBIAN_BEAMLET_RUNTIME_DESCRIPTION
     "beamlet brings the Erlang/OTP process model to C++20. This package holds the shared
 library that programs built against libbeamlet-dev load at run time.")
 else()
-  set(CPACK_COMPONENTS_ALL dev)
+  set(CPACK_COMPONENTS_ALL beamlet_dev)
 endif()
-list(JOIN _beamlet_dev_depends ", " CPACK_DEBIAN_DEV_PACKAGE_DEPENDS)
+list(JOIN _beamlet_dev_depends ", " CPACK_DEBIAN_BEAMLET_DEV_PACKAGE_DEPENDS)
 
 include(CPack)

@@ -33,7 +33,7 @@
 
 #include "thread_safety.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 namespace {
 
@@ -550,4 +550,4 @@ allocator_stats allocator_statistics() noexcept {
 #endif
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

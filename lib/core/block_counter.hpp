@@ -8,7 +8,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// The next number of counter `Tag` (starting at 1; never 0).
@@ -26,4 +26,4 @@ std::uint64_t next_from_blocks() noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

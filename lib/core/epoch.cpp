@@ -3,7 +3,7 @@
 #include <functional>
 #include <thread>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 epoch_domain::epoch_domain(unsigned worker_count)
@@ -93,4 +93,4 @@ void epoch_domain::free_all_shared() noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

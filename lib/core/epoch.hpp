@@ -20,7 +20,7 @@
 
 #include "thread_safety.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class epoch_domain {
@@ -98,4 +98,4 @@ class epoch_domain {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

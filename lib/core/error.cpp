@@ -1,6 +1,6 @@
 #include <beamlet/core/error.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 
@@ -35,4 +35,4 @@ const std::error_category& error_category() noexcept {
   return c;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

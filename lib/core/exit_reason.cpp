@@ -9,7 +9,7 @@
 
 #include <boost/core/demangle.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace detail {
 
@@ -228,4 +228,4 @@ std::ostream& operator<<(std::ostream& os, const exit_reason& r) {
 exit_exception::exit_exception(exit_reason reason)
     : reason_(std::move(reason)), text_("beamlet: exit " + reason_.to_string()) {}
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/detail/allocator.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct empty_value {};
@@ -143,4 +143,4 @@ class id_table {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -1,3 +1,4 @@
+#include <beamlet/core/detail/core.hpp>
 #include <beamlet/core/ids.hpp>
 #include <beamlet/core/receive.hpp>
 
@@ -6,7 +7,7 @@
 
 #include <boost/core/demangle.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string pid::to_string() const {
   if (is_remote()) {
@@ -45,4 +46,4 @@ std::string any_message::type_name() const {
   return detail::demangled_name(*node_->type->type);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -35,7 +35,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/detail/message.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct inbox_lanes {
@@ -58,4 +58,4 @@ struct inbox_lanes {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

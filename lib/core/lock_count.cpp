@@ -2,7 +2,7 @@
 
 #include "thread_safety.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 bool counts_shared_locks() noexcept {
@@ -14,4 +14,4 @@ std::uint64_t shared_lock_acquisitions() noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -2,7 +2,7 @@
 
 #include <new>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 void message_queue::clear() noexcept {
@@ -85,4 +85,4 @@ void message_queue::move_markers(message_node* removed, message_node* prev) noex
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -20,7 +20,7 @@
 #include "runtime_core.hpp"
 #include "scheduler.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string_view to_string(log_level l) noexcept {
   switch (l) {
@@ -458,4 +458,4 @@ runtime_stats stats_of(runtime_core& rt) {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -13,7 +13,7 @@
 
 #include "process_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// Messages queued and not yet received: the queue plus the undrained inbox.
@@ -44,4 +44,4 @@ void alarm_queue(proc* p, bool on) noexcept;
 void check_long_schedule(proc* p, std::int64_t ns) noexcept;
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -11,7 +11,7 @@
 #include "runtime_core.hpp"
 #include "signals.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 proc::proc(runtime_core& r, std::uint32_t size) noexcept
@@ -548,4 +548,4 @@ std::uint64_t basic_process::messages_examined() const noexcept {
   return p_->queue.scanned();
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -9,7 +9,7 @@
 #include "runtime_core.hpp"
 #include "signals.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -198,4 +198,4 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -6,7 +6,7 @@
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/runtime.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string_view to_string(process_status s) noexcept {
   switch (s) {
@@ -40,4 +40,4 @@ std::vector<pid> processes(basic_process& self) {
   return detail::process_list(*detail::runtime_of(self));
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

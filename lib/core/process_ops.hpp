@@ -8,7 +8,7 @@
 
 #include "process_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class worker;
@@ -116,4 +116,4 @@ const std::atomic<proc*>* running_slot() noexcept;
 void count_exit(runtime_core& rt, const exit_reason& reason) noexcept;
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include "runtime_core.hpp"
 #include "scheduler.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -368,4 +368,4 @@ void exit_suspend(proc* p, std::coroutine_handle<> h, const exit_reason& reason)
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

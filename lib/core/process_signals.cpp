@@ -12,7 +12,7 @@
 #include "runtime_core.hpp"
 #include "signals.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -634,4 +634,4 @@ void drop_monitor(runtime_core& rt, pid watcher, std::uint64_t r, const monitor_
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

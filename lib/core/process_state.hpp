@@ -42,7 +42,7 @@
 #include "timer_service.hpp"
 #include "watcher_set.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct registered_name;  // registry.hpp
@@ -258,4 +258,4 @@ inline void* proc::body_ptr() noexcept {
 void free_proc(void* p) noexcept;
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -11,7 +11,7 @@
 #include "process_state.hpp"
 #include "spinlock.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 namespace {
 constexpr std::size_t page_bytes = 4096;
@@ -148,4 +148,4 @@ void process_table::remove(pid id) noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

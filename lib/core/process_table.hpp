@@ -28,7 +28,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/ids.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct proc;
@@ -116,4 +116,4 @@ class process_table {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -10,7 +10,7 @@
 #include "process_table.hpp"
 #include "runtime_core.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -213,4 +213,4 @@ void registry::release(proc* p) noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -15,7 +15,7 @@
 #include "runtime_core.hpp"
 #include "signals.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 void install_hook(runtime_core& rt, remote_hooks* hooks) noexcept {
@@ -165,4 +165,4 @@ ref basic_process::monitor(std::string_view name, std::string_view node) {
   return ref(r);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

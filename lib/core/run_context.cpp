@@ -4,7 +4,7 @@
 
 #include <beamlet/core/detail/allocator.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 thread_local constinit run_context this_run{};
@@ -49,4 +49,4 @@ run_context exchange_run_context(const run_context& c) noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

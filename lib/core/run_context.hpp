@@ -7,11 +7,11 @@
 
 #include <beamlet/core/task.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// Constant-initialised, so that reading it is a plain TLS access with no init guard.
 extern thread_local constinit run_context this_run;
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -9,7 +9,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct proc;
@@ -85,4 +85,4 @@ class run_queue {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -16,7 +16,7 @@
 // The layers' hook table is optional: a weak reference, null in a program with the core alone.
 #pragma weak beamlet_layer_hooks
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -65,6 +65,12 @@ runtime_core::~runtime_core() {  // NOLINT(bugprone-exception-escape)
   hooks.events.store(nullptr, std::memory_order_release);
   hooks.remote.store(nullptr, std::memory_order_release);
   sched.install_io(nullptr);
+  // The extensions go in the order they were made, not in the order std::vector's destructor
+  // happens to use (unspecified: libstdc++ goes front to back, libc++ back to front). An
+  // extension made on another's first use comes after it (the network's I/O engine after the
+  // node that listens through it), and the first one's destructor may still use it.
+  destroying_extensions_ = true;
+  for (auto& entry : extensions_) entry.second.reset();
 }
 
 void runtime_core::start() {
@@ -103,6 +109,10 @@ void runtime_core::retire(void* object, void (*free)(void*) noexcept) noexcept {
 
 runtime_extension& extension_slot(runtime_core& rt, const void* key, extension_factory make) {
   lock_guard lock(rt.extensions_mu_);  // recursive: attached() may look up others
+  if (rt.destroying_extensions_)
+    throw std::logic_error(
+        "beamlet: an extension was looked up while the runtime destroys its extensions (an "
+        "extension's destructor must not look others up: keep a reference in attached())");
   for (auto& [k, e] : rt.extensions_)
     if (k == key) return *e;
   std::unique_ptr<runtime_extension> made = make();
@@ -306,4 +316,4 @@ unsigned runtime::schedulers() const noexcept {
   return core_->options.schedulers;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

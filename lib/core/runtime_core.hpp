@@ -22,7 +22,7 @@
 #include "thread_safety.hpp"
 #include "timer_service.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class runtime_core {
@@ -115,6 +115,7 @@ class runtime_core {
   recursive_mutex extensions_mu_;
   std::vector<std::pair<const void*, std::unique_ptr<runtime_extension>>> extensions_
       BEAMLET_GUARDED_BY(extensions_mu_);
+  bool destroying_extensions_ BEAMLET_GUARDED_BY(extensions_mu_) = false;
   std::atomic<std::uint32_t> refs_{1};
   mutex shutdown_mu_;  // one shutdown runs; concurrent callers wait for it
   bool shut_down_ BEAMLET_GUARDED_BY(shutdown_mu_) = false;
@@ -161,4 +162,4 @@ inline void count(runtime_core& rt, Pick pick, std::uint64_t n = 1) noexcept {
 inline thread_local std::uint64_t messages_moved = 0;
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -14,7 +14,7 @@
 #include "runtime_core.hpp"
 #include "spinlock.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -491,4 +491,4 @@ void request_poll() noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -38,7 +38,7 @@
 #include "thread_safety.hpp"
 #include "worker_timers.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class runtime_core;
@@ -169,4 +169,4 @@ class scheduler {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -6,7 +6,7 @@
 #include "process_ops.hpp"
 #include "runtime_core.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 external_handle open_external(runtime_core& rt) {
@@ -136,4 +136,4 @@ scoped_process::~scoped_process() {
   detail::close_external(p_);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -12,7 +12,7 @@
 #include <beamlet/core/ids.hpp>
 #include <beamlet/core/system_messages.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 enum class signal_kind : std::uint8_t {
@@ -85,4 +85,4 @@ inline signal_kind kind_of(const message_node* n) noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -13,7 +13,7 @@
 
 #include "thread_safety.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 inline void cpu_relax() noexcept {
@@ -48,4 +48,4 @@ class BEAMLET_CAPABILITY("spinlock") spinlock {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

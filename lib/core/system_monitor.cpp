@@ -8,7 +8,7 @@
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/runtime.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 void check(const system_monitor_settings& s) {
@@ -34,4 +34,4 @@ system_monitor_settings system_monitor(runtime& rt) {
   return detail::system_monitor_of(rt.core());
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

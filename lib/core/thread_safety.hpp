@@ -30,7 +30,7 @@
 #define BEAMLET_TRY_ACQUIRE(...) BEAMLET_TSA(try_acquire_capability(__VA_ARGS__))
 #define BEAMLET_EXCLUDES(...) BEAMLET_TSA(locks_excluded(__VA_ARGS__))
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 #if defined(BEAMLET_COUNT_LOCKS)
@@ -128,4 +128,4 @@ class BEAMLET_SCOPED_CAPABILITY unique_lock {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include <beamlet/core/detail/message.hpp>
 #include <beamlet/core/ids.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct timer_entry {
@@ -61,4 +61,4 @@ struct send_after_timer : timer_entry {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -9,7 +9,7 @@
 #include "block_counter.hpp"
 #include "runtime_core.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 std::uint64_t timer_ref::make(std::uint32_t owner) noexcept {
@@ -117,4 +117,4 @@ send_after_timer* timer_ref_table::find(std::uint64_t r) const noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -26,7 +26,7 @@
 
 #include "timer_entry.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class runtime_core;
@@ -102,4 +102,4 @@ class timer_ref_table {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

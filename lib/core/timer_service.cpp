@@ -15,7 +15,7 @@
 #include "signals.hpp"
 #include "timer_refs.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 struct timer_service::send_after_entry : timer_entry {
@@ -417,4 +417,4 @@ void timer_service::on_wake() noexcept {  // NOLINT(bugprone-exception-escape)
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -37,7 +37,7 @@
 #include "thread_safety.hpp"
 #include "timer_entry.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class runtime_core;
@@ -115,4 +115,4 @@ class timer_service {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

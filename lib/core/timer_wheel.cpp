@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 std::uint64_t timer_wheel::tick_floor(clock_time t) noexcept {
@@ -184,4 +184,4 @@ void timer_wheel::forget() noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

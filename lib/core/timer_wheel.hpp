@@ -19,7 +19,7 @@
 
 #include "timer_entry.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class timer_wheel {
@@ -98,4 +98,4 @@ class timer_wheel {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

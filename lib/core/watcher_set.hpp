@@ -14,7 +14,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/ids.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class watcher_set {
@@ -89,4 +89,4 @@ class watcher_set {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -11,7 +11,7 @@
 #include "runtime_core.hpp"
 #include "signals.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -346,4 +346,4 @@ std::size_t worker_timers::pending() const noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

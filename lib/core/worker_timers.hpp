@@ -34,7 +34,7 @@
 #include "timer_refs.hpp"
 #include "timer_wheel.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class runtime_core;
@@ -135,4 +135,4 @@ class worker_timers {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 std::string bignum_to_decimal(const bignum& b) {
@@ -40,4 +40,4 @@ bignum decimal_to_bignum(std::string_view digits, bool negative) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

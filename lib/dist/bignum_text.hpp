@@ -7,7 +7,7 @@
 
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 std::string bignum_to_decimal(const bignum& b);
@@ -15,4 +15,4 @@ std::string bignum_to_decimal(const bignum& b);
 bignum decimal_to_bignum(std::string_view digits, bool negative);
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -18,7 +18,7 @@
 #include "term_access.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -372,11 +372,6 @@ bool connection::terms(std::string_view p, std::size_t at, bool versioned) {
   return control(*ct, msg ? &*msg : nullptr);
 }
 
-// Defined in connection_control.cpp: the handling of one control message.
-bool handle_control(node_state& node, process& self, const node_incarnation& me,
-                    const std::string& peer, connection_tables& tables, std::string& out,
-                    const term& ct, term* msg, std::string& error);
-
 bool connection::control(const term& ct, term* msg) {
   std::string error;
   if (!handle_control(node_, self_, me_, peer_, tables_, wbuf_, ct, msg, error)) {
@@ -472,4 +467,4 @@ task<> connection_body(process& self, node_state& node, std::string peer,
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -21,7 +21,7 @@
 #include "tls.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// The socket options of a distribution connection (no framing: the handshake and the
@@ -160,4 +160,4 @@ class connection {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

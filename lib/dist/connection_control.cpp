@@ -10,7 +10,7 @@
 #include "term_access.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -62,9 +62,6 @@ bool kernel_call(node_state& node, const node_incarnation& me, std::string& out,
 }
 
 }  // namespace
-
-bool handle_spawn_request(node_state& node, process& self, const node_incarnation& me,
-                          std::string& out, const std::string& peer, const term& ct, term* msg);
 
 bool handle_control(node_state& node, process& self, const node_incarnation& me,
                     const std::string& peer, connection_tables& tables, std::string& out,
@@ -199,4 +196,4 @@ bool handle_control(node_state& node, process& self, const node_incarnation& me,
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

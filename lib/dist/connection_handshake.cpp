@@ -11,7 +11,7 @@
 #include "epmd.hpp"
 #include "stream.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -347,4 +347,4 @@ bool connection::established(std::uint64_t flags, std::uint32_t creation, std::s
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

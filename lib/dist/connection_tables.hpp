@@ -15,7 +15,7 @@
 #include <beamlet/core/detail/remote.hpp>
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// A local process's monitor of a remote one (or of a name on the peer).
@@ -66,4 +66,4 @@ struct connection_tables {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -10,7 +10,7 @@
 
 extern char** environ;
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -146,4 +146,4 @@ task<expected<std::uint16_t, std::string>> epmd_lookup(process& self, std::strin
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -15,7 +15,7 @@
 #include <beamlet/dist/error.hpp>
 #include <beamlet/net/tcp.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 struct registration {
@@ -39,4 +39,4 @@ task<expected<std::uint16_t, std::string>> epmd_lookup(process& self, std::strin
                                                        std::chrono::milliseconds timeout);
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -14,7 +14,7 @@
 #include "term_access.hpp"
 #include "utf8.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace {
@@ -479,4 +479,4 @@ expected<term, std::string> from_binary(std::string_view in, const node_incarnat
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

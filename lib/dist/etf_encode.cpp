@@ -11,7 +11,7 @@
 #include "term_access.hpp"
 #include "utf8.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace {
@@ -275,4 +275,4 @@ expected<std::string, std::string> to_binary(const term& t, const node_incarnati
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

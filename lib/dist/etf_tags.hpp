@@ -6,7 +6,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail::tag {
 inline constexpr std::uint8_t version = 131;
 inline constexpr std::uint8_t new_float = 70;
@@ -40,4 +40,4 @@ inline constexpr std::uint8_t atom_utf8 = 118;
 inline constexpr std::uint8_t small_atom_utf8 = 119;
 inline constexpr std::uint8_t v4_port = 120;
 }  // namespace dist::detail::tag
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -1,6 +1,6 @@
 #include "fragments.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 fragment_assembler::status fragment_assembler::add(partial& p, std::uint64_t number,
@@ -61,4 +61,4 @@ fragment_assembler::status fragment_assembler::next(std::uint64_t sequence, std:
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <unordered_map>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 class fragment_assembler {
@@ -56,4 +56,4 @@ class fragment_assembler {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

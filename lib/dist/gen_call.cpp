@@ -6,7 +6,7 @@
 
 #include "node_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace {
@@ -133,4 +133,4 @@ void deliver_to_local(beamlet::detail::runtime_core& rt, const node_incarnation&
 }  // namespace detail
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -10,7 +10,7 @@
 #include "global_protocol.hpp"
 #include "node_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::global {
 
 namespace {
@@ -125,4 +125,4 @@ bool send(basic_process& self, const term& name, term msg) {
 }
 
 }  // namespace dist::global
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -20,7 +20,7 @@
 #include "global_protocol.hpp"
 #include "node_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -235,4 +235,4 @@ task<> global_locker_body(process& self, node_state& node, pid server) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

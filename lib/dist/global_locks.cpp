@@ -11,7 +11,7 @@
 #include "global_protocol.hpp"
 #include "node_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 std::string global_tables::key(const term& t) {
@@ -165,4 +165,4 @@ bool pid_less(node_state& node, pid a, pid b) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include <beamlet/core/task.hpp>
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 class node_state;
@@ -88,4 +88,4 @@ std::string boss_of(const std::vector<std::string>& nodes);
 bool pid_less(node_state& node, pid a, pid b);
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -31,7 +31,7 @@
 #include "global_protocol.hpp"
 #include "node_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -809,4 +809,4 @@ task<> global_body(process& self, node_state& node) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -15,7 +15,7 @@
 #include <beamlet/core/ids.hpp>
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 struct global_tables {
@@ -54,4 +54,4 @@ struct global_tables {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

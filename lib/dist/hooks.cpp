@@ -7,7 +7,7 @@
 #include "node_table.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace core = beamlet::detail;
@@ -248,4 +248,4 @@ void register_encoder(const core::type_descriptor* type, encode_fn f) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

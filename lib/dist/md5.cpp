@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 namespace {
@@ -83,4 +83,4 @@ std::array<std::uint8_t, 16> md5(std::string_view data) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

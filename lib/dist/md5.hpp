@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <string_view>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 std::array<std::uint8_t, 16> md5(std::string_view data);
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

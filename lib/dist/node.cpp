@@ -17,7 +17,7 @@
 #include "node_table.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace detail {
@@ -51,6 +51,11 @@ void node_state::stopping() noexcept {
   core::remove_metrics_collector(*rt_, "dist");
   set_running(false);
   core::install_hook(*rt_, static_cast<core::remote_hooks*>(nullptr));
+  // The listener belongs to the network layer's I/O engine, another extension, which may be
+  // destroyed before this one (when the program used the network before dist::start): let
+  // it go while every extension is still there.
+  listener.close();
+  listener = net::tcp_listener();
 }
 
 void node_state::log(log_level level, std::string message) const noexcept {
@@ -594,4 +599,4 @@ std::string node_name(runtime& rt, pid p) {
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

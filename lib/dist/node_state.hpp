@@ -30,7 +30,7 @@
 #include "tls.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// What a hook asks of a connection, made on the acting process's thread.
@@ -259,6 +259,18 @@ std::optional<term> message_term(beamlet::detail::message_node* n);
 void deliver_to_local(beamlet::detail::runtime_core& rt, const node_incarnation& me, pid to,
                       term&& msg);
 
+struct connection_tables;  // connection_tables.hpp
+/// Handles one control message `ct` (with its message `msg`, if any) that arrived from `peer`
+/// (connection_control.cpp); false, with `error` set, closes the connection. Anything to send
+/// back is appended to `out`.
+bool handle_control(node_state& node, process& self, const node_incarnation& me,
+                    const std::string& peer, connection_tables& tables, std::string& out,
+                    const term& ct, term* msg, std::string& error);
+/// A SPAWN_REQUEST from `peer` (rpc.cpp): spawns the requested function, or answers with the
+/// error; the reply is appended to `out`.
+bool handle_spawn_request(node_state& node, process& self, const node_incarnation& me,
+                          std::string& out, const std::string& peer, const term& ct, term* msg);
+
 /// The body of a connection process: as the initiator toward `peer` (with the outbox the
 /// connection table holds for it), or (with an empty peer and no outbox) as the acceptor of the
 /// socket the kernel sends it.
@@ -284,4 +296,4 @@ struct kernel_ready {
 struct kernel_go {};
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -21,7 +21,7 @@
 #include <shared_mutex>
 #include <vector>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace {
@@ -156,4 +156,4 @@ std::uint32_t intern_node(std::string_view name, std::uint32_t creation) {
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

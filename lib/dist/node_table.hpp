@@ -11,7 +11,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/dist/etf.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// The incarnation interned in `slot`, or null. Valid while something holds a pid of the slot
@@ -33,4 +33,4 @@ expected<term, std::string> decode_counting(std::string_view in, std::size_t& po
                                             const decode_limits& limits, std::size_t* new_nodes);
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 
 #include "node_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 namespace detail {
 
@@ -400,4 +400,4 @@ std::vector<term> which_groups(runtime& rt) {
 
 }  // namespace pg
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -14,7 +14,7 @@
 #include <beamlet/core/ids.hpp>
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 struct pg_groups {
@@ -44,9 +44,9 @@ struct pg_groups {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// A local join or leave, numbered under pg_groups::mu, for the scope to tell the peers.
@@ -58,4 +58,4 @@ struct pg_local {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

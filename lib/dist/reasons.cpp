@@ -5,7 +5,7 @@
 // made in C++ as text goes through term::parse.
 #include <beamlet/dist/node.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace {
@@ -71,4 +71,4 @@ exit_reason reason_from_term(const term& t) {
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -16,7 +16,7 @@
 #include "rpc_table.hpp"
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace detail {
@@ -130,4 +130,4 @@ void register_rpc(runtime& rt, std::string module, std::string function, rpc_fun
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

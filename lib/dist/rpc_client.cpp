@@ -13,7 +13,7 @@
 #include "node_state.hpp"
 #include "rpc_table.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace detail {
@@ -119,4 +119,4 @@ task<expected<term, term>> rpc_call(process& self, std::string node, std::string
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

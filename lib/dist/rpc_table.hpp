@@ -12,7 +12,7 @@
 #include <beamlet/core/extension.hpp>
 #include <beamlet/dist/node.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 struct rpc_table final : runtime_extension {
@@ -28,4 +28,4 @@ struct rpc_table final : runtime_extension {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -2,7 +2,7 @@
 
 #include "wire.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 task<expected<std::string, std::string>> stream_reader::exactly(process& self, net::tcp_socket& s,
@@ -36,4 +36,4 @@ task<expected<std::string, std::string>> stream_reader::packet(process& self, ne
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -10,7 +10,7 @@
 #include "bignum_text.hpp"
 #include "term_access.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 term::term(dist::bignum b) {
@@ -452,4 +452,4 @@ std::ostream& operator<<(std::ostream& os, const term& t) {
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -11,7 +11,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// A stack that keeps its first N elements inline: the iterative walks over a term need one
@@ -116,4 +116,4 @@ struct term_access {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

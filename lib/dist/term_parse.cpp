@@ -9,7 +9,7 @@
 
 #include "bignum_text.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist {
 
 namespace {
@@ -262,4 +262,4 @@ expected<term, std::string> term::parse(std::string_view text) {
 }
 
 }  // namespace dist
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -13,7 +13,7 @@
 #include <arpa/inet.h>
 #endif
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 #if BEAMLET_TLS
@@ -250,4 +250,4 @@ bool tls_session::seal(std::string_view, std::string&, std::string& error) {
 #endif
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

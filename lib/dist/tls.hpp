@@ -14,7 +14,7 @@
 #include <beamlet/core/expected.hpp>
 #include <beamlet/dist/tls.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 /// Whether the library was built with TLS (BEAMLET_TLS).
@@ -77,4 +77,4 @@ class tls_session {
 };
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -9,7 +9,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 inline constexpr std::size_t max_atom_characters = 255;
@@ -53,4 +53,4 @@ inline std::size_t utf8_length(std::string_view s) noexcept {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

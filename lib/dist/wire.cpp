@@ -2,7 +2,7 @@
 
 #include "md5.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 void put16(std::string& out, std::uint16_t v) {
@@ -221,4 +221,4 @@ std::uint64_t ref_of(const term& t, const node_incarnation& self) {
 }
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

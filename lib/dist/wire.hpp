@@ -16,7 +16,7 @@
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/term.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
 // Distribution capability flags (OTP's DFLAG_*), only those this node speaks.
@@ -178,4 +178,4 @@ term ref_term(std::uint64_t ref, const node_incarnation& self);
 std::uint64_t ref_of(const term& t, const node_incarnation& self);
 
 }  // namespace dist::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

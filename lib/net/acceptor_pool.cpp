@@ -18,7 +18,9 @@
 #include <beamlet/otp/proc_lib.hpp>
 #include <beamlet/otp/supervisor.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+#include "io_engine.hpp"
+
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net {
 
 namespace {
@@ -413,4 +415,4 @@ task<bool> acceptor_pool::drain(process& self, std::string_view name, timeout_va
 }
 
 }  // namespace net
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

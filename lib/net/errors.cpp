@@ -2,7 +2,7 @@
 
 #include <boost/asio/error.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net {
 
 namespace {
@@ -63,4 +63,4 @@ std::error_code to_error_code(const boost::system::error_code& ec) noexcept {
 
 }  // namespace detail
 }  // namespace net
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

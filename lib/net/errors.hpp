@@ -7,7 +7,7 @@
 
 #include <beamlet/net/error.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 /// System errors keep their value (ECONNRESET stays ECONNRESET, in std::system_category);
@@ -15,4 +15,4 @@ namespace net::detail {
 std::error_code to_error_code(const boost::system::error_code& ec) noexcept;
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 std::size_t framer::header_size() const noexcept {
@@ -107,4 +107,4 @@ std::error_code frame_header(framing kind, std::size_t size, std::size_t max_pac
 }
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

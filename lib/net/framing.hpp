@@ -16,7 +16,7 @@
 
 #include <beamlet/net/tcp.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 class framer {
@@ -55,4 +55,4 @@ std::error_code frame_header(framing kind, std::size_t size, std::size_t max_pac
                              std::string& header);
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 namespace {
@@ -110,4 +110,4 @@ io_engine::~io_engine() {
 }
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -31,7 +31,7 @@
 #include <beamlet/core/ids.hpp>
 #include <beamlet/observe/metrics.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 namespace core = ::beamlet::detail;
@@ -167,4 +167,4 @@ class io_engine final : public runtime_extension, public core::scheduler_io {
 void write_pool_metrics(core::runtime_core& rt, metrics_writer& w);
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -11,7 +11,7 @@
 #include "replies.hpp"
 #include "socket_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 namespace asio = boost::asio;
@@ -216,4 +216,4 @@ listener_state::~listener_state() {
 }
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

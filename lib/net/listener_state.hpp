@@ -18,7 +18,7 @@
 
 #include "io_engine.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 using tcp = boost::asio::ip::tcp;
@@ -79,4 +79,4 @@ struct listener_state {
 };
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

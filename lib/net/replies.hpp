@@ -10,7 +10,7 @@
 #include <beamlet/core/detail/message.hpp>
 #include <beamlet/net/tcp.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 struct recv_reply {
@@ -45,4 +45,4 @@ inline constexpr bool is_control_message<net::detail::pause_reply> = true;
 template <>
 inline constexpr bool is_control_message<net::detail::socket_reply> = true;
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

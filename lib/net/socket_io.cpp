@@ -7,7 +7,7 @@
 #include "errors.hpp"
 #include "socket_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 namespace asio = boost::asio;
@@ -391,4 +391,4 @@ void socket_state::release_fd() noexcept {
 }
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -24,7 +24,7 @@
 #include "io_engine.hpp"
 #include "replies.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
 using tcp = boost::asio::ip::tcp;
@@ -133,4 +133,4 @@ struct socket_state : std::enable_shared_from_this<socket_state> {
 };
 
 }  // namespace net::detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -26,7 +26,7 @@
 #include "replies.hpp"
 #include "socket_state.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net {
 
 using detail::io_engine;
@@ -425,4 +425,4 @@ std::size_t open_sockets(runtime& rt) {
 }
 
 }  // namespace net
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

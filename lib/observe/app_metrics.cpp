@@ -16,7 +16,7 @@
 
 #include "app_metrics_render.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 using metrics::counter;
 using metrics::gauge;
@@ -242,7 +242,7 @@ void histogram::observe(double v) noexcept {
                     : static_cast<std::size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) -
                                                bounds_.begin());
   cells_[i].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(v, std::memory_order_relaxed);
+  detail::atomic_add(sum_, v);
 }
 
 histogram::snapshot histogram::read() const {
@@ -351,4 +351,4 @@ void render_app_metrics(runtime_core& core, std::string& out) {
 
 }  // namespace detail
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

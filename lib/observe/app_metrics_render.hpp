@@ -7,10 +7,10 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/detail/core.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 void render_app_metrics(runtime_core& core, std::string& out);
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -27,7 +27,7 @@
 
 #include "http_server.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -369,4 +369,4 @@ start_function http_endpoint_start(http_endpoint_options opts) {
       .naming<http_endpoint>();
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -18,7 +18,7 @@
 
 #include "json.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 namespace {
 
@@ -271,4 +271,4 @@ http_answer route_http(basic_process& self, const http_endpoint_options& opts,
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -9,7 +9,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/observe/http_endpoint.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 class basic_process;
 namespace detail {
 
@@ -25,4 +25,4 @@ http_answer route_http(basic_process& self, const http_endpoint_options& opts,
                        std::string_view target);
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

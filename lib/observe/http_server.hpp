@@ -36,7 +36,7 @@
 
 #include "http_pages.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 class http_session;
 }  // namespace detail
@@ -146,4 +146,4 @@ class http_session : public std::enable_shared_from_this<http_session> {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 
 #include "http_server.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace net = boost::asio;
@@ -301,4 +301,4 @@ http_endpoint::statistics http_endpoint::state::snapshot() const {
   return s;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -8,7 +8,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// Appends `s` as a JSON string literal. Bytes >= 0x80 pass through (UTF-8 stays UTF-8);
@@ -46,4 +46,4 @@ inline void append_json_string(std::string& out, std::string_view s) {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -14,7 +14,7 @@
 
 #include "json.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 
@@ -154,4 +154,4 @@ std::string logger::format_json(const log_event& e) {
   return out;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

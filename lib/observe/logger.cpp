@@ -21,7 +21,7 @@
 
 #include <beamlet/observe/logger.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 // Set while this thread runs handlers: an event a handler makes is queued, never handled
@@ -346,4 +346,4 @@ void log(runtime& rt, log_level level, std::string message) {
   logger::of(rt).log(level, std::move(message));
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

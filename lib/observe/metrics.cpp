@@ -17,7 +17,7 @@
 
 #include "app_metrics_render.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 
@@ -195,4 +195,4 @@ std::string prometheus_metrics(basic_process& self, const metrics_options& opts)
   return render(*detail::runtime_of(self), opts);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -12,7 +12,7 @@
 #include <beamlet/core/receive.hpp>
 #include <beamlet/core/runtime.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string_view to_string(top_by b) noexcept {
   switch (b) {
@@ -147,4 +147,4 @@ std::string format_top(const std::vector<top_entry>& entries, top_by by) {
   return out;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -5,7 +5,7 @@
 
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string spec_error::to_string() const {
   static const char* const names[] = {
@@ -60,4 +60,4 @@ std::optional<spec_error> check_childspecs(const std::vector<child_spec>& specs)
   return std::nullopt;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

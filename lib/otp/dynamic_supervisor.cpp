@@ -10,7 +10,7 @@
 #include "supervision.hpp"
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -538,4 +538,4 @@ start_function dynamic_supervisor_start(dynamic_supervisor_flags flags, supervis
       .of_type(child_type::supervisor);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -9,7 +9,7 @@
 
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace detail {
 
@@ -28,11 +28,11 @@ std::string already_started(pid holder) {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE
 
 // -- sys-style debugging and terminate reports ---------------------------------------------------
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string to_string(const server_status& s) {
   const std::string name = s.registered_name.empty() ? s.pid.to_string() : s.registered_name;
@@ -228,4 +228,4 @@ void report_terminate(process& self, const server_identity& who, const last_mess
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

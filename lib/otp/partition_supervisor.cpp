@@ -9,7 +9,7 @@
 #include "supervision.hpp"
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 // -- keys ----------------------------------------------------------------------------------------
 
@@ -256,4 +256,4 @@ start_function partition_supervisor_start(partition_supervisor_options opts) {
       .of_type(child_type::supervisor);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include <beamlet/core/ids.hpp>
 #include <beamlet/otp/rate_limit.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 class partition_table {
@@ -57,4 +57,4 @@ class partition_tables final : public runtime_extension {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

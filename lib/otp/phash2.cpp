@@ -4,7 +4,7 @@
 // differ; for a top-level binary it is 13 times the golden ratio.
 #include "phash2.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -76,4 +76,4 @@ std::uint32_t phash2_binary(std::string_view bytes) noexcept {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -7,7 +7,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// The full 32-bit term hash of the binary `bytes` (ERTS make_hash2). phash2(B) is this value's
@@ -15,4 +15,4 @@ namespace detail {
 std::uint32_t phash2_binary(std::string_view bytes) noexcept;
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -6,7 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 std::int64_t ns_of(token_bucket::time_point t) noexcept {
@@ -45,4 +45,4 @@ double token_bucket::available(time_point now) const noexcept {
   return std::max(0.0, limit_.burst - used);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -13,7 +13,7 @@
 
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -194,4 +194,4 @@ std::vector<supervisor_statistics> supervisor_stats(detail::runtime_core& rt) {
   return out;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

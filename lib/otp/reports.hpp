@@ -14,7 +14,7 @@
 #include <beamlet/core/process.hpp>
 #include <beamlet/otp/child_spec.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// {local,Name} for a registered supervisor, else {<0.7.0>,Module}, as OTP names supervisors.
@@ -83,4 +83,4 @@ class supervisor_registration {
 };
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

@@ -17,7 +17,7 @@
 #include <beamlet/core/scoped_process.hpp>
 #include <beamlet/otp/supervisor.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 namespace {
 
@@ -35,10 +35,14 @@ sem_t& wake_up() {
   return sem;
 }
 
-extern "C" void on_stop_signal(int sig) {
+// A signal handler has C linkage; static, so that it stays internal as the rest of this
+// namespace does.
+extern "C" {
+static void on_stop_signal(int sig) {
   int none = 0;
   caught_number.compare_exchange_strong(none, sig);  // the first signal names the stop
   ::sem_post(&wake_up());
+}
 }
 
 struct caught_signal {
@@ -161,4 +165,4 @@ run_outcome run_until_signal(runtime& rt, pid top, const run_options& opts) {
   return out;
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

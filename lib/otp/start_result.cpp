@@ -5,7 +5,7 @@
 
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 
 std::string start_result::to_string() const {
   switch (kind_) {
@@ -23,4 +23,4 @@ std::ostream& operator<<(std::ostream& os, const start_result& r) {
   return os << r.to_string();
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

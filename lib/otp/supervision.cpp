@@ -11,7 +11,7 @@
 #include "reports.hpp"
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 task<start_result> start_child_process(process& self, const child_spec& spec,
@@ -162,4 +162,4 @@ exit_reason failed_to_start(const std::string& id, const exit_reason& reason) {
 
 }  // namespace detail
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

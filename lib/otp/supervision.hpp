@@ -20,7 +20,7 @@
 #include <beamlet/otp/start_result.hpp>
 #include <beamlet/otp/supervisor.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 /// How an exception thrown by a start function is reported.
@@ -160,4 +160,4 @@ std::optional<std::string> check_flags(const supervisor_flags& f);
 exit_reason failed_to_start(const std::string& id, const exit_reason& reason);
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

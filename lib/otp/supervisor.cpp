@@ -8,7 +8,7 @@
 #include "supervision.hpp"
 #include "term.hpp"
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 namespace {
@@ -586,4 +586,4 @@ start_function supervisor_start(supervisor_flags flags, std::vector<child_spec> 
       .of_type(child_type::supervisor);
 }
 
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

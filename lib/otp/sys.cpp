@@ -2,7 +2,7 @@
 // (include/beamlet/otp/detail/gen_server_loop.hpp handles them).
 #include <beamlet/otp/sys.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace sys {
 
 namespace {
@@ -65,4 +65,4 @@ BEAMLET_SYS_CALL(std::optional<server_statistics>, get_statistics, server_ref<vo
 #undef BEAMLET_SYS_CALL
 
 }  // namespace sys
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

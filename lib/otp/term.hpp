@@ -9,7 +9,7 @@
 
 #include <beamlet/core/config.hpp>
 
-BEAMLET_BEGIN_NAMESPACE
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace detail {
 
 inline std::string concat(std::initializer_list<std::string_view> parts) {
@@ -22,4 +22,4 @@ inline std::string concat(std::initializer_list<std::string_view> parts) {
 }
 
 }  // namespace detail
-BEAMLET_END_NAMESPACE
+BEAMLET_END_PRIVATE_NAMESPACE

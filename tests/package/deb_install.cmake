@@ -55,18 +55,24 @@ foreach(deb IN LISTS debs)
 endforeach()
 
 # --force-depends: the scratch database knows no other package; the check above stands for it.
-set(dpkg dpkg --force-not-root --force-depends --instdir=${OUT}/root
+# --force-script-chrootless: the runtime package's maintainer scripts run here, with DPKG_ROOT
+# set, instead of in a chroot into a root that has no shell.
+set(dpkg dpkg --force-not-root --force-depends --force-script-chrootless --instdir=${OUT}/root
          --admindir=${OUT}/root/var/lib/dpkg)
 execute_process(COMMAND ${dpkg} --install ${debs}
   RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE log)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "dpkg --install failed (${rc}): ${log}")
 endif()
-execute_process(COMMAND dpkg --admindir=${OUT}/root/var/lib/dpkg --status libbeamlet-dev
-  OUTPUT_VARIABLE status)
-if(NOT status MATCHES "Status: install ok installed")
-  message(FATAL_ERROR "libbeamlet-dev is not installed in the scratch root:\n${status}")
-endif()
+foreach(deb IN LISTS debs)
+  execute_process(COMMAND dpkg-deb --field ${deb} Package
+    OUTPUT_VARIABLE package OUTPUT_STRIP_TRAILING_WHITESPACE)
+  execute_process(COMMAND dpkg --admindir=${OUT}/root/var/lib/dpkg --status ${package}
+    OUTPUT_VARIABLE status)
+  if(NOT status MATCHES "Status: install ok installed")
+    message(FATAL_ERROR "${package} is not installed in the scratch root:\n${status}")
+  endif()
+endforeach()
 execute_process(COMMAND dpkg --admindir=${OUT}/root/var/lib/dpkg --listfiles libbeamlet-dev
   OUTPUT_VARIABLE files)
 string(REPLACE "\n" ";" files "${files}")

@@ -201,4 +201,39 @@ TEST(Runtime, MailboxSeesShutdown) {
   t.join();
 }
 
+// Extensions are destroyed in the order they were created, whatever order std::vector's
+// destructor uses: one made on another's first use outlives it, so the first one's destructor
+// may still use it (the distribution's node and the network's I/O engine it listens through).
+namespace {
+std::vector<std::string> extension_deaths;  // written by the extensions below; outlives the runtime
+
+struct io_like final : runtime_extension {
+  bool alive = true;
+  ~io_like() override {
+    alive = false;
+    extension_deaths.emplace_back("io");
+  }
+};
+struct node_like final : runtime_extension {
+  io_like* io = nullptr;
+  void attached(detail::runtime_core& rt) override { io = &extension<io_like>(rt); }
+  ~node_like() override {
+    extension_deaths.emplace_back(io->alive ? "node, its io alive" : "node, its io gone");
+  }
+};
+struct made_last final : runtime_extension {
+  ~made_last() override { extension_deaths.emplace_back("last"); }
+};
+}  // namespace
+
+TEST(Runtime, ExtensionsAreDestroyedInTheOrderTheyWereMade) {
+  extension_deaths.clear();
+  {
+    runtime rt;
+    (void)extension<node_like>(rt);  // makes io_like in its attached()
+    (void)extension<made_last>(rt);
+  }
+  EXPECT_EQ(extension_deaths, (std::vector<std::string>{"node, its io alive", "io", "last"}));
+}
+
 }  // namespace beamlet::test

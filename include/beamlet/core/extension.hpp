@@ -14,8 +14,11 @@
 /// constructor, then attached() to the runtime; thread-safe (concurrent first uses create it
 /// once; attached() may itself look up other extensions); told when the runtime stops
 /// (stopping()), destroyed with the runtime after every process has ended and every scheduler
-/// thread has stopped (so an extension's destructor may not send or spawn). Looking one up takes
-/// a short lock; cache the reference where it is hot. An exception from the constructor or from
+/// thread has stopped (so an extension's destructor may not send or spawn), in the order they
+/// were created: one created on another's first use (in its attached(), or later) outlives
+/// it, so that one's destructor may still use it through a reference kept earlier (a lookup
+/// from a destructor throws std::logic_error, which ends the program). Looking one up takes a
+/// short lock; cache the reference where it is hot. An exception from the constructor or from
 /// attached() propagates and creates nothing.
 #pragma once
 

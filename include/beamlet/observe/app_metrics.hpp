@@ -59,6 +59,13 @@ namespace detail {
 class app_metric_family;
 /// Hands out counter stripes round-robin, one per thread on its first add.
 std::size_t next_counter_stripe() noexcept;
+/// Relaxed `a += d`. std::atomic<double>::fetch_add is C++20, but libc++ 16 does not have it;
+/// this is the compare-exchange loop libstdc++ compiles it to.
+inline void atomic_add(std::atomic<double>& a, double d) noexcept {
+  double old = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(old, old + d, std::memory_order_relaxed)) {
+  }
+}
 }  // namespace detail
 
 namespace metrics {
@@ -70,6 +77,7 @@ class counter {
   counter(const counter&) = delete;
   counter& operator=(const counter&) = delete;
 
+  /// Adds `n`: a relaxed atomic add to this thread's stripe; lock-free, from any thread.
   void add(std::uint64_t n = 1) noexcept {
     stripes_[stripe_of_this_thread()].v.fetch_add(n, std::memory_order_relaxed);
   }
@@ -97,9 +105,13 @@ class gauge {
   gauge(const gauge&) = delete;
   gauge& operator=(const gauge&) = delete;
 
+  /// Sets the value to `v` (relaxed atomic; any thread).
   void set(double v) noexcept { v_.store(v, std::memory_order_relaxed); }
-  void add(double d = 1) noexcept { v_.fetch_add(d, std::memory_order_relaxed); }
-  void sub(double d = 1) noexcept { v_.fetch_sub(d, std::memory_order_relaxed); }
+  /// Adds `d` (relaxed atomic; any thread).
+  void add(double d = 1) noexcept { detail::atomic_add(v_, d); }
+  /// Subtracts `d` (relaxed atomic; any thread).
+  void sub(double d = 1) noexcept { detail::atomic_add(v_, -d); }
+  /// The current value.
   double value() const noexcept { return v_.load(std::memory_order_relaxed); }
 
  private:
@@ -118,12 +130,15 @@ class histogram {
   /// Counts `v` in the first bucket whose bound is >= v (+Inf when none is, and for NaN).
   void observe(double v) noexcept;
 
+  /// The histogram as read at one time, in the Prometheus shape.
   struct snapshot {
     std::vector<double> bounds;         ///< upper bounds, +Inf not included
     std::vector<std::uint64_t> counts;  ///< cumulative, one per bound, then +Inf (= count)
-    double sum = 0;
-    std::uint64_t count = 0;
+    double sum = 0;                     ///< the sum of every observed value
+    std::uint64_t count = 0;            ///< how many values were observed
   };
+  /// Reads every cell and the sum, one at a time without a lock: concurrent observations may be
+  /// in some fields and not yet in others.
   snapshot read() const;
 
  private:
@@ -154,6 +169,7 @@ class family {
   /// The one series of a family without labels.
   Metric& get() { return with(); }
 
+  /// The name, help and label names the family was registered with.
   const metrics::spec& spec() const noexcept;
 
  private:
@@ -163,19 +179,30 @@ class family {
   detail::app_metric_family* f_;
 };
 
+/// A counter family (add_counter).
 using counter_family = family<counter>;
+/// A gauge family (add_gauge).
 using gauge_family = family<gauge>;
+/// A histogram family (add_histogram).
 using histogram_family = family<histogram>;
 
 /// Prometheus clients' default buckets (seconds: 5 ms .. 10 s).
 std::vector<double> default_buckets();
 
+/// Registers the counter family `s` in `rt`, or returns the one of the same shape already
+/// there. std::invalid_argument for a bad spec or a clash (see the file comment).
 counter_family& add_counter(runtime& rt, const spec& s);
+/// As add_counter, for a gauge family.
 gauge_family& add_gauge(runtime& rt, const spec& s);
+/// As add_counter, for a histogram family with upper bounds `buckets` (finite and strictly
+/// increasing; +Inf is implicit).
 histogram_family& add_histogram(runtime& rt, const spec& s,
                                 std::vector<double> buckets = default_buckets());
+/// add_counter in the runtime of process `self`.
 counter_family& add_counter(basic_process& self, const spec& s);
+/// add_gauge in the runtime of process `self`.
 gauge_family& add_gauge(basic_process& self, const spec& s);
+/// add_histogram in the runtime of process `self`.
 histogram_family& add_histogram(basic_process& self, const spec& s,
                                 std::vector<double> buckets = default_buckets());
 
