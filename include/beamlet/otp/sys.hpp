@@ -95,12 +95,15 @@ R state_or_throw(std::optional<R>&& r) {
 
 inline constexpr auto sys_default_timeout = std::chrono::milliseconds(5000);
 
-/// get_state's protocol, for either context: the projection runs in the server.
-template <class R, class S, class F, class Self>
-task<R> get_state_protocol(Self& self, server_ref<S> server, F f, timeout_value timeout) {
-  server_ref<void> to = untyped(server);
-  auto r = co_await sys_protocol<std::optional<R>>(
-      self, std::move(to), state_request<S>(std::move(f)), "sys:get_state", timeout);
+/// get_state's protocol, for either context: the projection, already inside `request`, runs
+/// in the server. The coroutine takes the request, not the projection: a projection that is a
+/// lambda of a function has no linkage, and GCC warns (-Wsubobject-linkage) about a coroutine
+/// frame of a header's template that holds one.
+template <class R, class Self>
+task<R> get_state_protocol(Self& self, server_ref<void> to, sys_request request,
+                           timeout_value timeout) {
+  auto r = co_await sys_protocol<std::optional<R>>(self, std::move(to), std::move(request),
+                                                   "sys:get_state", timeout);
   co_return state_or_throw(std::move(r));
 }
 
@@ -116,8 +119,10 @@ template <class S, class F, call_context Ctx>
 in_context<Ctx, std::decay_t<std::invoke_result_t<F&, const S&>>> get_state(
     Ctx& self, server_ref<S> server, F f, timeout_value timeout = detail::sys_default_timeout) {
   using R = std::decay_t<std::invoke_result_t<F&, const S&>>;
+  server_ref<void> to = detail::untyped(server);
+  detail::sys_request request = detail::state_request<S>(std::move(f));
   return detail::finish_in(
-      self, detail::get_state_protocol<R, S>(self, std::move(server), std::move(f), timeout));
+      self, detail::get_state_protocol<R>(self, std::move(to), std::move(request), timeout));
 }
 /// sys:get_state/1: a copy of the server object (S must be copyable).
 template <class S, call_context Ctx>
