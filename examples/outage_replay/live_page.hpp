@@ -43,6 +43,8 @@ inline constexpr const char* live_page_html = R"html(<!doctype html>
 <body>
 <h1>beamlet outage replay</h1>
 <div class="sub" id="scenario">loading...</div>
+<div class="sub">Look inside the running replay: <a href="/console#/processes" id="console-link">the
+console</a> (every process sorted by queue length, the supervision tree, the alarms).</div>
 <div class="cards">
   <div class="card"><div class="l">ring members now</div><div class="v" id="ring-now">-</div></div>
   <div class="card"><div class="l">ring at its smallest</div><div class="v" id="ring-min">-</div></div>

@@ -351,6 +351,7 @@ int main(int argc, char** argv) {
   http_endpoint_options ho;
   ho.port = o.port;
   ho.tree_max_children = 12;
+  ho.console = true;  // the page links to it: the operator's view of the same runtime
   ho.pages.push_back({"/", "text/html; charset=utf-8",
                       [](std::string_view) { return std::string(replay::live_page_html); }});
   ho.pages.push_back(

@@ -294,6 +294,10 @@ void read_lists(proc* p, process_details& s) {
   } else if (p->op != nullptr) {
     s.waiting_for = "a message";
   }
+  const message_node* n = p->queue.head()->next;
+  for (; n != nullptr && s.queued_types.size() < queued_types_shown; n = n->next)
+    if (n->type->kind == node_kind::message)
+      s.queued_types.push_back(demangled_name(*n->type->type));
   s.complete = true;
 }
 
@@ -413,6 +417,8 @@ std::vector<process_sample> sample_processes(runtime_core& rt) {
     s.message_queue_len = queue_length(p);
     s.memory = record_bytes(p) + p->queue.bytes();
     s.reductions = p->reductions_done.load(std::memory_order_relaxed);
+    if (const body_descriptor* body = p->body_type.load(std::memory_order_relaxed))
+      s.initial_call = body->initial_call;
     out.push_back(s);
   });
   std::sort(out.begin(), out.end(),

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "console_nodes.hpp"
 #include "epmd.hpp"
 #include "node_state.hpp"
 #include "node_table.hpp"
@@ -410,6 +411,7 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
       opts.hidden ? pid() : me.spawn([sp](process& p) { return detail::global_body(p, *sp); });
   core::install_hook(rt.core(), &st);
   st.set_running(true);
+  detail::add_console_nodes(rt);
   me.send(st.kernel, detail::kernel_go{});
   return node_info{st.self.name, st.self.creation, st.port};
 }
@@ -417,6 +419,7 @@ expected<node_info, std::error_code> start(runtime& rt, node_options opts) {
 bool stop(runtime& rt) {
   auto& st = extension<detail::node_state>(rt);
   if (!st.running()) return false;
+  detail::remove_console_nodes(rt);
   st.set_running(false);
   st.listener.close();
   rt.exit(st.rex, exit_reason::kill());

@@ -22,9 +22,11 @@
 #include <beamlet/core/process.hpp>
 #include <beamlet/core/receive.hpp>
 #include <beamlet/core/runtime.hpp>
+#include <beamlet/core/system_messages.hpp>
 #include <beamlet/observe/metrics.hpp>
 #include <beamlet/otp/proc_lib.hpp>
 
+#include "console.hpp"
 #include "http_server.hpp"
 
 BEAMLET_BEGIN_PRIVATE_NAMESPACE
@@ -105,22 +107,103 @@ void endpoint_table::collect(metrics_writer& w) {
          [](const stats& s) { return s.slow_closed; });
 }
 
+bool is_application_page(const http_endpoint_options& opts, std::string_view path) {
+  return std::any_of(opts.pages.begin(), opts.pages.end(),
+                     [&](const http_page& p) { return p.path == path; });
+}
+
+/// Answers a request for a console source in a process of its own (the source may wait).
+void spawn_source(process& self, std::shared_ptr<const console_source> src, std::string query,
+                  std::shared_ptr<detail::http_responder> reply) {
+  self.spawn([src = std::move(src), query = std::move(query),
+              reply = std::move(reply)](process& p) -> task<> {
+    http_response out;
+    try {
+      out = co_await (*src)(p, query);
+    } catch (const std::exception& e) {
+      out = http_response{500, "text/plain; charset=utf-8",
+                          std::string("beamlet: ") + e.what() + "\n"};
+    }
+    reply->respond(http_answer{out.status, std::move(out.content_type), std::move(out.body)});
+  });
+}
+
+/// The answer to one request, or nullopt when another process answers it (a console source).
+/// Console actions run here rather than in route_http because suspend and resume wait for the
+/// server's answer.
+task<std::optional<http_answer>> answer(process& self,
+                                        const std::shared_ptr<http_endpoint::state>& st,
+                                        detail::console* con, const http_request_message& r) {
+  const detail::http_query q = detail::parse_http_target(r.target);
+  const bool for_console =
+      con != nullptr && q.path.rfind("/console", 0) == 0 && !is_application_page(st->opts, q.path);
+  if (!for_console) co_return detail::route_http(self, st->opts, r.target);
+  const detail::console_request cr{q, r.post, r.token, r.body, r.peer};
+  if (!detail::console::is_action(q)) {
+    constexpr std::string_view api = "/console/api/";
+    if (q.path.rfind(api, 0) == 0)
+      if (auto src =
+              detail::find_console_source(*st->core, std::string_view(q.path).substr(api.size()))) {
+        const auto qm = r.target.find('?');
+        spawn_source(self, std::move(src), qm == std::string::npos ? "" : r.target.substr(qm + 1),
+                     r.reply);
+        co_return std::nullopt;
+      }
+    co_return con->get(cr);
+  }
+  if (auto refused = con->refuse(cr)) co_return std::move(*refused);
+  detail::http_query form;
+  detail::parse_form(r.body, form.params);
+  co_return co_await detail::run_console_action(self, form, r.peer);
+}
+
+/// Hands a console sample to the I/O thread for the open event streams.
+void broadcast(const std::shared_ptr<http_endpoint::state>& st, std::string json) {
+  try {
+    net::post(st->ioc, [s = st.get(), j = std::move(json)] { s->broadcast(j); });
+  } catch (...) {
+    // Out of memory: this sample is not streamed (the page fetches the history again).
+  }
+}
+
 /// The endpoint's process: answers requests until it is told to end. A scrape (/metrics) is
-/// taken ahead of the pages queued before it, so it never waits behind large ones.
+/// taken ahead of the pages queued before it, so it never waits behind large ones. With the
+/// console on, it also samples the runtime on schedule and takes the system monitor's alarms.
 task<> serve(process& self, std::shared_ptr<http_endpoint::state> st) {
+  std::optional<detail::console> con;
+  if (st->opts.console) con.emplace(self, st->opts);
   const auto is_scrape = [](const http_request_message& r) { return r.scrape; };
   for (;;) {
-    auto m = co_await self.receive(on<http_request_message>().when(is_scrape),
-                                   after(std::chrono::milliseconds(0)));
-    if (!m) m = co_await self.receive(on<http_request_message>());
-    http_request_message& r = m.get<http_request_message>();
-    http_answer a;
+    http_request_message r;
+    if (auto m = co_await self.receive(on<http_request_message>().when(is_scrape),
+                                       after(std::chrono::milliseconds(0)))) {
+      r = std::move(m.get<http_request_message>());
+    } else if (con) {
+      const auto due = con->next_sample() - std::chrono::steady_clock::now();
+      if (due <= std::chrono::steady_clock::duration::zero()) {
+        broadcast(st, con->sample());
+        continue;
+      }
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(due);
+      auto next =
+          co_await self.receive(on<http_request_message>(), on<monitor_alarm>(), after(wait));
+      if (!next) continue;  // the sample is due
+      if (next.is<monitor_alarm>()) {
+        con->on_alarm(next.get<monitor_alarm>());
+        continue;
+      }
+      r = std::move(next.get<http_request_message>());
+    } else {
+      auto next = co_await self.receive(on<http_request_message>());
+      r = std::move(next.get<http_request_message>());
+    }
+    std::optional<http_answer> a;
     try {
-      a = detail::route_http(self, st->opts, r.target);
+      a = co_await answer(self, st, con ? &*con : nullptr, r);
     } catch (const std::exception& e) {
       a = http_answer{500, "text/plain; charset=utf-8", std::string("beamlet: ") + e.what() + "\n"};
     }
-    r.reply->respond(std::move(a));
+    if (a) r.reply->respond(std::move(*a));
   }
 }
 
@@ -196,6 +279,11 @@ void check(const http_endpoint_options& o) {
   (void)net::ip::make_address(o.address, ec);
   if (ec)
     throw std::invalid_argument("beamlet::http_endpoint: not a numeric address: " + o.address);
+  if (o.console && (o.console_sample_interval.count() <= 0 || o.console_history == 0 ||
+                    o.console_long_queue < 2))
+    throw std::invalid_argument(
+        "beamlet::http_endpoint: console_sample_interval and console_history must be positive "
+        "and console_long_queue at least 2");
   for (const http_page& p : o.pages)
     if (p.path.empty() || p.path.front() != '/' || !p.render == !p.respond)
       throw std::invalid_argument(

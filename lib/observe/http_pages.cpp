@@ -23,33 +23,60 @@ namespace detail {
 namespace {
 
 using answer = http_answer;
+using query = http_query;
 
-struct query {
-  std::string path;
-  std::map<std::string, std::string, std::less<>> params;
-};
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
-query parse_target(std::string_view target) {
-  query q;
-  const auto qm = target.find('?');
-  q.path = std::string(target.substr(0, qm));
-  if (qm == std::string_view::npos) return q;
-  std::string_view rest = target.substr(qm + 1);
+// %XX and '+' decoded; a malformed escape is kept as written.
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 &&
+               hex_digit(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void parse_form(std::string_view rest, std::map<std::string, std::string, std::less<>>& params) {
   while (!rest.empty()) {
     const auto amp = rest.find('&');
     const std::string_view kv = rest.substr(0, amp);
     const auto eq = kv.find('=');
-    q.params.emplace(std::string(kv.substr(0, eq)),
-                     eq == std::string_view::npos ? std::string() : std::string(kv.substr(eq + 1)));
+    if (!kv.empty())
+      params.emplace(percent_decoded(kv.substr(0, eq)), eq == std::string_view::npos
+                                                            ? std::string()
+                                                            : percent_decoded(kv.substr(eq + 1)));
     if (amp == std::string_view::npos) break;
     rest = rest.substr(amp + 1);
   }
+}
+
+http_query parse_http_target(std::string_view target) {
+  query q;
+  const auto qm = target.find('?');
+  q.path = std::string(target.substr(0, qm));
+  if (qm != std::string_view::npos) parse_form(target.substr(qm + 1), q.params);
   return q;
 }
 
-std::optional<std::size_t> number(const query& q, std::string_view key, std::size_t fallback) {
-  const auto it = q.params.find(key);
-  if (it == q.params.end()) return fallback;
+std::optional<std::size_t> http_query::number(std::string_view key, std::size_t fallback) const {
+  const auto it = params.find(key);
+  if (it == params.end()) return fallback;
   std::size_t v = 0;
   const char* b = it->second.data();
   const char* e = b + it->second.size();
@@ -58,13 +85,17 @@ std::optional<std::size_t> number(const query& q, std::string_view key, std::siz
   return v;
 }
 
+std::string_view http_query::text(std::string_view key) const {
+  const auto it = params.find(key);
+  return it == params.end() ? std::string_view() : std::string_view(it->second);
+}
+
 answer bad_parameter(const std::string& what) {
   return answer{400, "text/plain; charset=utf-8",
                 "beamlet: bad parameter " + std::string(what) + "\n"};
 }
 
-void json_field(std::string& out, std::string_view key, std::string_view value,
-                bool first = false) {
+void json_field(std::string& out, std::string_view key, std::string_view value, bool first) {
   if (!first) out += ',';
   detail::append_json_string(out, key);
   out += ':';
@@ -77,12 +108,14 @@ void json_number(std::string& out, std::string_view key, std::uint64_t value) {
   out += std::to_string(value);
 }
 
+namespace {
+
 answer processes_page(basic_process& self, const query& q, const http_endpoint_options& opts) {
-  const auto n = number(q, "n", opts.top_n);
+  const auto n = q.number("n", opts.top_n);
   if (!n || *n > opts.max_page_entries)
     return bad_parameter("n (at most " + std::to_string(opts.max_page_entries) +
                          " per page: page on with offset=)");
-  const auto offset = number(q, "offset", 0);
+  const auto offset = q.number("offset", 0);
   if (!offset || *offset > std::size_t{1} << 40) return bad_parameter("offset");
   top_by by = top_by::message_queue_len;
   if (const auto it = q.params.find("by"); it != q.params.end()) {
@@ -210,8 +243,25 @@ class tree_builder {
   std::unordered_map<pid, std::vector<detail::process_sample>> children_;
 };
 
-/// `<0.42.0>` (or 0.42.0) as a local pid.
-std::optional<pid> parse_pid(std::string_view s) {
+answer tree_page(basic_process& self, const query& q, const http_endpoint_options& opts) {
+  const auto n = q.number("max_children", opts.tree_max_children);
+  if (!n || *n > opts.max_page_entries)
+    return bad_parameter("max_children (at most " + std::to_string(opts.max_page_entries) + ")");
+  const auto offset = q.number("offset", 0);
+  if (!offset) return bad_parameter("offset");
+  tree_builder b(self, *n, opts.max_page_entries, *offset);
+  const auto it = q.params.find("supervisor");
+  if (it == q.params.end()) return answer{200, "application/json", b.render()};
+  const auto root = parse_local_pid(it->second);
+  if (!root) return bad_parameter("supervisor");
+  auto page = b.render(*root);
+  if (!page) return answer{404, "text/plain; charset=utf-8", "beamlet: no such supervisor\n"};
+  return answer{200, "application/json", std::move(*page)};
+}
+
+}  // namespace
+
+std::optional<pid> parse_local_pid(std::string_view s) {
   if (!s.empty() && s.front() == '<') s.remove_prefix(1);
   if (!s.empty() && s.back() == '>') s.remove_suffix(1);
   if (s.substr(0, 2) != "0." || s.size() < 5 || s.substr(s.size() - 2) != ".0") return std::nullopt;
@@ -222,27 +272,17 @@ std::optional<pid> parse_pid(std::string_view s) {
   return pid(v);
 }
 
-answer tree_page(basic_process& self, const query& q, const http_endpoint_options& opts) {
-  const auto n = number(q, "max_children", opts.tree_max_children);
-  if (!n || *n > opts.max_page_entries)
-    return bad_parameter("max_children (at most " + std::to_string(opts.max_page_entries) + ")");
-  const auto offset = number(q, "offset", 0);
-  if (!offset) return bad_parameter("offset");
-  tree_builder b(self, *n, opts.max_page_entries, *offset);
-  const auto it = q.params.find("supervisor");
-  if (it == q.params.end()) return answer{200, "application/json", b.render()};
-  const auto root = parse_pid(it->second);
-  if (!root) return bad_parameter("supervisor");
-  auto page = b.render(*root);
-  if (!page) return answer{404, "text/plain; charset=utf-8", "beamlet: no such supervisor\n"};
-  return answer{200, "application/json", std::move(*page)};
+std::optional<std::string> render_tree(basic_process& self, std::size_t max_children,
+                                       std::size_t budget, std::size_t offset,
+                                       std::optional<pid> root) {
+  tree_builder b(self, max_children, budget, offset);
+  if (!root) return b.render();
+  return b.render(*root);
 }
-
-}  // namespace
 
 http_answer route_http(basic_process& self, const http_endpoint_options& opts,
                        std::string_view target) {
-  const query q = parse_target(target);
+  const query q = parse_http_target(target);
   for (const http_page& page : opts.pages) {
     if (page.path != q.path) continue;
     const auto qm = target.find('?');
@@ -265,10 +305,18 @@ http_answer route_http(basic_process& self, const http_endpoint_options& opts,
   if (on.tree && q.path == "/tree") return tree_page(self, q, opts);
   if (on.index && q.path == "/")
     return answer{200, "text/plain; charset=utf-8",
-                  "beamlet endpoint: /metrics /processes?n=20&offset=0&by=message_queue_len|memory|"
-                  "reductions /tree?max_children=100[&supervisor=<0.N.0>&offset=0]\n"};
+                  std::string(opts.console ? "beamlet endpoint: /console " : "beamlet endpoint: ") +
+                      "/metrics /processes?n=20&offset=0&by=message_queue_len|memory|"
+                      "reductions /tree?max_children=100[&supervisor=<0.N.0>&offset=0]\n"};
   return answer{404, "text/plain; charset=utf-8", "beamlet: no such page\n"};
 }
 
 }  // namespace detail
+
+std::map<std::string, std::string, std::less<>> parse_query(std::string_view query) {
+  std::map<std::string, std::string, std::less<>> params;
+  detail::parse_form(query, params);
+  return params;
+}
+
 BEAMLET_END_PRIVATE_NAMESPACE

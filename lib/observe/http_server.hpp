@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,9 @@ struct http_endpoint::state {
       sessions;                                           // I/O thread
   std::unordered_map<std::string, std::size_t> per_peer;  // I/O thread: open, by address
   std::size_t queued = 0;                                 // I/O thread: answers' bytes unwritten
+  /// The console's event streams (a subset of `sessions`), each sent every sample.
+  std::unordered_map<detail::http_session*, std::shared_ptr<detail::http_session>>
+      streams;  // I/O thread
 
   std::atomic<std::size_t> open{0}, queued_now{0};
   std::atomic<std::uint64_t> connections{0}, requests{0}, answers{0}, rejected{0},
@@ -78,6 +82,8 @@ struct http_endpoint::state {
   /// A session's answer of `bytes` is queued: close the connections whose answers have waited
   /// longest while the total is over max_queued_bytes (I/O thread).
   void keep_within_budget(detail::http_session* writing);
+  /// Sends `json` as one server-sent event to every console stream (I/O thread).
+  void broadcast(const std::string& json);
   statistics snapshot() const;
 };
 
@@ -88,6 +94,11 @@ struct http_request_message {
   std::string target;
   bool scrape = false;  ///< a /metrics request, answered ahead of the others
   std::shared_ptr<class http_responder> reply;
+  // For the console's actions (the only POSTs):
+  bool post = false;
+  std::string token;  ///< the X-Beamlet-Token header
+  std::string body;
+  std::string peer;  ///< the client's address
 };
 
 /// Answers a request once, from the process (or 503 when dropped unanswered).
@@ -122,6 +133,12 @@ class http_session : public std::enable_shared_from_this<http_session> {
   void reject(const char* why);
   void write(http_answer&& a, unsigned version, bool head);
   void close();
+  /// Turns the connection into a console event stream (text/event-stream, until either side
+  /// closes): the answer's head now, then every event broadcast.
+  void start_stream();
+  /// Queues one event; a client that has left more than stream_limit bytes unread is cut off.
+  void push_event(std::shared_ptr<const std::string> event);
+  static constexpr std::size_t stream_limit = std::size_t{1} << 20;
 
   /// The accept loop counted this session in its peer's connections (close uncounts it).
   void counted_in_peer() noexcept { peer_counted_ = true; }
@@ -140,8 +157,16 @@ class http_session : public std::enable_shared_from_this<http_session> {
   std::size_t queued_ = 0;
   std::chrono::steady_clock::time_point queued_since_{};
 
+  // The event stream's state: events not yet written, oldest first.
+  bool streaming_ = false;
+  bool stream_writing_ = false;
+  std::size_t stream_bytes_ = 0;
+  std::deque<std::shared_ptr<const std::string>> events_;
+  char stream_byte_ = 0;  // where a read that only waits for the client's close puts a byte
+
   void read();
   void on_read(const boost::system::error_code& ec);
+  void write_event();
   void release_queued() noexcept;
 };
 

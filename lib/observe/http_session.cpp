@@ -100,6 +100,7 @@ void http_session::close() {
   impl_->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
   impl_->stream.close();
   st_->open.fetch_sub(1, std::memory_order_relaxed);
+  if (streaming_) st_->streams.erase(this);
   if (peer_counted_)
     if (auto it = st_->per_peer.find(peer_); it != st_->per_peer.end() && --it->second == 0)
       st_->per_peer.erase(it);
@@ -149,23 +150,86 @@ void http_session::on_read(const boost::system::error_code& ec) {
   keep_alive_ = req.keep_alive();
   const unsigned version = req.version();
   const bool head = req.method() == http::verb::head;
-  if (req.method() != http::verb::get && !head) {
-    write(http_answer{405, text_type, "beamlet: only GET and HEAD\n"}, version, false);
+  const bool post = req.method() == http::verb::post;
+  std::string target(req.target());
+  const std::string_view path = std::string_view(target).substr(0, target.find('?'));
+  const bool console = st_->opts.console;
+  if (req.method() != http::verb::get && !head &&
+      !(post && console && path == "/console/api/action")) {
+    write(http_answer{405, text_type,
+                      console ? "beamlet: only GET and HEAD (and POST for console actions)\n"
+                              : "beamlet: only GET and HEAD\n"},
+          version, false);
     return;
   }
   try {
-    std::string target(req.target());
-    const std::string_view path = std::string_view(target).substr(0, target.find('?'));
-    const bool scrape = path == "/metrics";
-    auto r = std::make_shared<http_responder>(weak_from_this(), st_, version, head);
+    if (console && !head && !post && path == "/console/api/events") {
+      start_stream();
+      return;
+    }
+    http_request_message m;
+    m.scrape = path == "/metrics";
+    m.reply = std::make_shared<http_responder>(weak_from_this(), st_, version, head);
+    if (post) {
+      m.post = true;
+      m.token = std::string(req["X-Beamlet-Token"]);
+      m.body = std::move(req.body());
+      m.peer = peer_;
+    }
+    m.target = std::move(target);
     const pid to(st_->handler.load(std::memory_order_acquire));
     // A dead process drops the message, and the responder answers 503 as it goes.
-    send_node(*st_->core, to,
-              make_message(http_request_message{std::move(target), scrape, std::move(r)}));
+    send_node(*st_->core, to, make_message(std::move(m)));
   } catch (...) {
     keep_alive_ = false;
     write(http_answer{503, text_type, "beamlet: out of memory\n"}, version, head);
   }
+}
+
+// -- the console's event stream -------------------------------------------------------------------
+
+void http_session::start_stream() {
+  streaming_ = true;
+  keep_alive_ = false;
+  st_->streams.emplace(this, shared_from_this());
+  // No timeout applies from here on: a stream is idle between events by design, and a client
+  // that stops reading is cut off by stream_limit instead.
+  impl_->stream.expires_never();
+  push_event(std::make_shared<const std::string>(
+      "HTTP/1.1 200 OK\r\nServer: beamlet\r\nContent-Type: text/event-stream\r\n"
+      "Cache-Control: no-store\r\nConnection: close\r\n\r\nretry: 2000\n\n"));
+  // The client sends nothing more: a read completes only when it closes (or misbehaves).
+  impl_->stream.socket().async_read_some(
+      net::buffer(&stream_byte_, 1),
+      [self = shared_from_this()](beast::error_code, std::size_t) { self->close(); });
+}
+
+void http_session::push_event(std::shared_ptr<const std::string> event) {
+  if (closed_) return;
+  if (stream_bytes_ + event->size() > stream_limit) {
+    st_->slow_closed.fetch_add(1, std::memory_order_relaxed);
+    close();
+    return;
+  }
+  stream_bytes_ += event->size();
+  events_.push_back(std::move(event));
+  if (!stream_writing_) write_event();
+}
+
+void http_session::write_event() {
+  stream_writing_ = true;
+  const std::shared_ptr<const std::string>& e = events_.front();
+  net::async_write(impl_->stream.socket(), net::buffer(*e),
+                   [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                     self->stream_writing_ = false;
+                     self->stream_bytes_ -= self->events_.front()->size();
+                     self->events_.pop_front();
+                     if (ec) {
+                       self->close();
+                       return;
+                     }
+                     if (!self->closed_ && !self->events_.empty()) self->write_event();
+                   });
 }
 
 // -- responder ------------------------------------------------------------------------------------
@@ -283,6 +347,15 @@ void http_endpoint::state::keep_within_budget(detail::http_session* writing) {
     slow_closed.fetch_add(1, std::memory_order_relaxed);
     oldest->close();
   }
+}
+
+void http_endpoint::state::broadcast(const std::string& json) {
+  if (streams.empty()) return;
+  const auto event = std::make_shared<const std::string>("data: " + json + "\n\n");
+  std::vector<std::shared_ptr<detail::http_session>> all;  // push_event may close (and erase)
+  all.reserve(streams.size());
+  for (const auto& [p, s] : streams) all.push_back(s);
+  for (const auto& s : all) s->push_event(event);
 }
 
 http_endpoint::statistics http_endpoint::state::snapshot() const {

@@ -9,6 +9,7 @@ Usage: http_check.py CASE PORT [ARG]
   refused      nothing listens on PORT any more
   app_pages    the application's pages (render and respond) and a built-in page switched off
   paging POOL  /processes and /tree page through a tree larger than max_page_entries
+  console...   the console's cases (console_check.py)
 Exits 0 on success, 1 with a message on stderr otherwise.
 """
 import http.client
@@ -234,6 +235,13 @@ def main():
     if len(sys.argv) < 3:
         fail(__doc__)
     case, port = sys.argv[1], int(sys.argv[2])
+    if case.startswith("console"):
+        import console_check  # beside this file
+        try:
+            console_check.run(case, port, sys.argv[3:])
+        except console_check.Failure as e:
+            fail(str(e))
+        return
     if case == "pages":
         pages(port)
     elif case == "malformed":

@@ -74,7 +74,7 @@ execute_process(COMMAND dpkg --admindir=${OUT}/root/var/lib/dpkg --listfiles lib
 string(REPLACE "\n" ";" files "${files}")
 foreach(want "/include/beamlet/beamlet\\.hpp$" "/include/beamlet/version\\.hpp$"
              "/cmake/beamlet/beamletConfig\\.cmake$" "/cmake/beamlet/beamletConfigVersion\\.cmake$"
-             "/pkgconfig/beamlet\\.pc$" "/libbeamlet\\.(a|so)$")
+             "/pkgconfig/beamlet\\.pc$" "/libbeamlet\\.(a|so)$" "/bin/beamlet-top$")
   set(hit ${files})
   list(FILTER hit INCLUDE REGEX "${want}")
   if(NOT hit)

@@ -72,6 +72,33 @@ TEST(ProcessInfo, AWaitingProcessShowsItsListsAndLabels) {
   rt.exit(watched_target, exit_reason::kill());
 }
 
+struct order_placed {
+  int id = 0;
+};
+
+TEST(ProcessInfo, TheOldestQueuedMessagesAreNamedByType) {
+  runtime rt;
+  scoped_process me(rt);
+  const pid p = rt.spawn([](process& self) -> task<> { co_await self.receive(on<never>()); });
+  me.send(p, 1);
+  me.send(p, std::string("two"));
+  me.send(p, order_placed{3});
+  for (int i = 0; i < 20; ++i) me.send(p, i);
+  // Parked again with all 23 taken into its queue: the lists (the types among them) are read.
+  ASSERT_TRUE(eventually([&] {
+    auto d = process_info(rt, p);
+    return d && d->complete && d->message_queue_len == 23 && d->queued_types.size() == 10;
+  }));
+  const auto d = process_info(rt, p);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->queued_types.size(), queued_types_shown);
+  EXPECT_EQ(d->queued_types[0], "int");
+  EXPECT_NE(d->queued_types[1].find("string"), std::string::npos) << d->queued_types[1];
+  EXPECT_NE(d->queued_types[2].find("order_placed"), std::string::npos) << d->queued_types[2];
+  EXPECT_EQ(d->queued_types[3], "int");
+  rt.exit(p, exit_reason::kill());
+}
+
 TEST(ProcessInfo, QueueLengthCountsWhatIsStillInTheInbox) {
   runtime rt;
   scoped_process me(rt);

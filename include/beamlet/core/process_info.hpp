@@ -6,9 +6,10 @@
 /// running, or parked with a million messages queued, answers in microseconds, because nothing it
 /// owns is walked. Its counters (queue length, including messages not yet taken from the inbox;
 /// messages received and examined; reductions; memory) are read at any time. Its lists (links,
-/// monitors, what it is waiting for) belong to it; another thread can read them only while the
-/// process is parked in a receive, which is held for the few microseconds of the read (a message
-/// arriving meanwhile is queued and the process woken right after). For a process caught running,
+/// monitors, what it is waiting for, the types of its oldest queued messages) belong to it;
+/// another thread can read them only while the process is parked in a receive, which is held
+/// for the few microseconds of the read (a message arriving meanwhile is queued and the process
+/// woken right after). For a process caught running,
 /// the lists are left empty and `complete` is false; a process asking about itself always gets
 /// them. The answer is a snapshot: by the time it is read, the process may have moved on (and
 /// a queue length read while the process moves a batch of arrivals from its inbox to its queue
@@ -45,6 +46,9 @@ enum class process_status : std::uint8_t {
 /// "running", "runnable", "waiting", "exiting", "suspended" (OTP's words).
 std::string_view to_string(process_status s) noexcept;
 
+/// How many of the oldest queued messages process_details::queued_types names.
+inline constexpr std::size_t queued_types_shown = 10;
+
 /// One process as process_info() found it (the items of Erlang's process_info/1): a snapshot,
 /// see the header comment for what is read when.
 struct process_details {
@@ -52,8 +56,8 @@ struct process_details {
   beamlet::pid pid;
   /// What it was doing at that moment.
   process_status status = process_status::runnable;
-  /// The lists (links, monitors, monitored_names, waiting_for) were read: the process was
-  /// parked, or asked about itself. Everything else is always filled in.
+  /// The lists (links, monitors, monitored_names, waiting_for, queued_types) were read: the
+  /// process was parked, or asked about itself. Everything else is always filled in.
   bool complete = false;
   /// The identity of an outside thread (a scoped_process, beamlet/core/scoped_process.hpp).
   bool outside_thread = false;
@@ -82,6 +86,9 @@ struct process_details {
   /// What the current receive waits for: "init ack from <0.7.0>", "call to <0.9.0>",
   /// "a message" for an unlabelled receive; "" when not waiting.
   std::string waiting_for;
+  /// The types of the first queued messages (at most queued_types_shown), oldest first,
+  /// demangled: what a backlog is made of. Read with the lists (see `complete`).
+  std::vector<std::string> queued_types;
   /// The body's type (for a gen_server, the server class), demangled.
   std::string initial_call;
   beamlet::pid parent;                  ///< the spawner (null for a scoped_process)

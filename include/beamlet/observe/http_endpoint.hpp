@@ -32,6 +32,12 @@
 ///  * descriptors: an accept that fails (EMFILE, ENFILE, ENOBUFS, ENOMEM) backs off, 10 ms
 ///    doubling to 1 s, instead of retrying at once.
 ///
+/// The console (`console = true`): http://127.0.0.1:9100/console in a browser, a page built
+/// into the library. Its charts are sampled by the endpoint's process every
+/// console_sample_interval and streamed to open pages as server-sent events
+/// (/console/api/events); its tables are paged and sorted on the server. Actions need
+/// console_token (see the option).
+///
 /// Finding an endpoint that a supervisor started (port 0, say): give it a `name`; its process
 /// registers under it, and find(rt, whereis) returns its port and statistics. /metrics includes
 /// every endpoint's counters (beamlet_http_*).
@@ -47,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,12 +64,14 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/expected.hpp>
 #include <beamlet/core/ids.hpp>
+#include <beamlet/core/task.hpp>
 #include <beamlet/otp/child_spec.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 
 class runtime;
 class basic_process;
+class process;
 
 /// A whole answer, for pages that choose their status.
 struct http_response {
@@ -132,6 +141,24 @@ struct http_endpoint_options {
   std::vector<http_page> pages{};
   /// Which built-in pages are served (all by default).
   http_builtin_pages builtin{};
+
+  // -- the console (docs/operations.md) -------------------------------------------------------
+  /// Serves the operator's console: the page at /console and its JSON under /console/api/
+  /// (overview with live charts, processes, process detail, supervision tree, alarms and
+  /// reports). Off by default; off, those paths are 404 and nothing is sampled.
+  bool console = false;
+  /// The token the console's actions (kill, sys suspend/resume, a dynamic supervisor's
+  /// shedding switch) need in the X-Beamlet-Token header. Empty: actions are refused (403).
+  /// Every action is a POST, compared in constant time and logged; GETs never change state.
+  std::string console_token{};
+  /// How often the console samples the runtime for its charts (and streams the sample).
+  std::chrono::milliseconds console_sample_interval{1000};
+  /// Samples kept for the charts (300: five minutes at one a second).
+  std::size_t console_history = 300;
+  /// When no process subscribes to the system monitor, the console does, with
+  /// long_message_queue alarms at this many queued messages (off at half of it), long_schedule
+  /// at 100 ms and busy_dist_port; it gives the subscription up when it ends.
+  std::size_t console_long_queue = 10'000;
 };
 
 /// The handle of an endpoint started with start(): it owns the endpoint, which stops when the
@@ -202,5 +229,24 @@ class http_endpoint {
 /// A start function for a supervisor: the child is the endpoint's process. The start fails
 /// with {listen_error, Message} when the address cannot be bound.
 start_function http_endpoint_start(http_endpoint_options opts = {});
+
+/// A part of the console that another layer or the application supplies: it answers the GETs
+/// of /console/api/<name>, each in a process of its own (spawned by the endpoint's process), so
+/// it may wait, on a call or an rpc to another node, without holding up the endpoint. It gets
+/// the query string (without its '?'); an exception becomes a 500 answer with its message.
+/// beamlet/dist adds the console's Nodes view this way while a node runs.
+using console_source = std::function<task<http_response>(process& self, std::string query)>;
+/// Adds the source `name` (letters, digits and '_') to every console of `rt`, those running and
+/// those started later, replacing one of the same name. A built-in name (overview, events,
+/// processes, process, tree, alarms, action), another name or a null source is
+/// std::invalid_argument. Thread-safe.
+void add_console_source(runtime& rt, std::string name, console_source source);
+/// Removes the source `name` (its path is 404 again); unknown names are ignored.
+void remove_console_source(runtime& rt, std::string_view name);
+
+/// The parameters of a query string or a form body (`a=1&b=%3C0.7.0%3E`), percent-decoded
+/// ('+' is a space): what a page's render or a console source is given, read. A malformed
+/// escape is kept as written; of a repeated key, the first value counts.
+std::map<std::string, std::string, std::less<>> parse_query(std::string_view query);
 
 BEAMLET_END_NAMESPACE

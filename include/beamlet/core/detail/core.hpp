@@ -148,6 +148,9 @@ struct process_sample {
   std::size_t message_queue_len = 0;
   std::size_t memory = 0;
   std::uint64_t reductions = 0;
+  /// The body's type (process_info's initial_call before demangling); null for a scoped
+  /// process. Type names are demangled by whoever shows them, once per type.
+  const std::type_info* initial_call = nullptr;
 };
 /// One sample per live process, in pid order: a pass over the process table that reads a few
 /// atomics per process (a million processes in about 60 ms on 2 cores).

@@ -1,0 +1,63 @@
+// The console's sources (add_console_source): parts of the console that other layers supply,
+// kept per runtime and looked up by the endpoints' processes at each request.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <beamlet/core/extension.hpp>
+#include <beamlet/core/runtime.hpp>
+#include <beamlet/observe/http_endpoint.hpp>
+
+#include "console.hpp"
+
+BEAMLET_BEGIN_PRIVATE_NAMESPACE
+namespace {
+
+struct console_sources final : runtime_extension {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const console_source>, std::less<>> by_name;
+};
+
+bool valid_name(std::string_view name) {
+  constexpr std::string_view builtin[] = {"overview", "events", "processes", "process",
+                                          "tree",     "alarms", "action"};
+  if (name.empty() || std::find(std::begin(builtin), std::end(builtin), name) != std::end(builtin))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+}  // namespace
+
+void add_console_source(runtime& rt, std::string name, console_source source) {
+  if (!valid_name(name) || !source)
+    throw std::invalid_argument("beamlet::add_console_source: \"" + name +
+                                "\" is not a free name of letters, digits and '_', or the "
+                                "source is empty");
+  auto& s = extension<console_sources>(rt);
+  auto shared = std::make_shared<const console_source>(std::move(source));
+  std::lock_guard lock(s.mu);
+  s.by_name.insert_or_assign(std::move(name), std::move(shared));
+}
+
+void remove_console_source(runtime& rt, std::string_view name) {
+  auto& s = extension<console_sources>(rt);
+  std::lock_guard lock(s.mu);
+  if (const auto it = s.by_name.find(name); it != s.by_name.end()) s.by_name.erase(it);
+}
+
+namespace detail {
+
+std::shared_ptr<const console_source> find_console_source(runtime_core& rt, std::string_view name) {
+  auto& s = extension<console_sources>(rt);
+  std::lock_guard lock(s.mu);
+  const auto it = s.by_name.find(name);
+  return it == s.by_name.end() ? nullptr : it->second;
+}
+
+}  // namespace detail
+BEAMLET_END_PRIVATE_NAMESPACE
