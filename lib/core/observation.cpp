@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -368,6 +369,11 @@ std::optional<process_details> inspect(runtime_core& rt, pid id) {
   }
   s.registered_name = rt.names.name_of(p).value_or(std::string());
   {
+    lock_guard lock(rt.labels.mu);
+    if (const auto it = rt.labels.by_serial.find(id.serial()); it != rt.labels.by_serial.end())
+      s.labels = it->second;
+  }
+  {
     detail::lock_guard lock(p->watchers_lock);
     // Its monitors have been told (or are being told) it is dead: whoever got a DOWN must not
     // find it alive here, as on BEAM.
@@ -406,9 +412,7 @@ std::vector<pid> process_list(runtime_core& rt) {
   return out;
 }
 
-std::vector<process_sample> sample_processes(runtime_core& rt) {
-  std::vector<process_sample> out;
-  out.reserve(rt.table.size() + 16);
+void visit_processes(runtime_core& rt, const std::function<void(const process_sample&)>& f) {
   pin guard(rt);
   rt.table.for_each([&](proc* p) {
     process_sample s;
@@ -419,8 +423,14 @@ std::vector<process_sample> sample_processes(runtime_core& rt) {
     s.reductions = p->reductions_done.load(std::memory_order_relaxed);
     if (const body_descriptor* body = p->body_type.load(std::memory_order_relaxed))
       s.initial_call = body->initial_call;
-    out.push_back(s);
+    f(s);
   });
+}
+
+std::vector<process_sample> sample_processes(runtime_core& rt) {
+  std::vector<process_sample> out;
+  out.reserve(rt.table.size() + 16);
+  visit_processes(rt, [&](const process_sample& s) { out.push_back(s); });
   std::sort(out.begin(), out.end(),
             [](const process_sample& a, const process_sample& b) { return a.id < b.id; });
   return out;

@@ -494,6 +494,24 @@ std::error_code basic_process::register_name(std::string_view name) {
   return rt_->names.register_name(name, p_);
 }
 
+void basic_process::set_label(std::string_view key, std::string value) {
+  auto& t = rt_->labels;
+  detail::lock_guard lock(t.mu);
+  auto& labels = t.by_serial[p_->id().serial()];
+  const auto it = std::lower_bound(labels.begin(), labels.end(), key,
+                                   [](const auto& kv, std::string_view k) { return kv.first < k; });
+  const bool found = it != labels.end() && it->first == key;
+  if (value.empty()) {
+    if (found) labels.erase(it);
+  } else if (found) {
+    it->second = std::move(value);
+  } else {
+    labels.emplace(it, std::string(key), std::move(value));
+  }
+  if (labels.empty()) t.by_serial.erase(p_->id().serial());
+  p_->labelled = true;  // (an exit finding none left erases nothing)
+}
+
 bool basic_process::is_alive(pid p) const noexcept {
   return detail::is_alive_in(*rt_, p);
 }

@@ -171,6 +171,10 @@ void exit_process(proc* p, exit_reason reason, exit_cause cause) noexcept {
 
   // 3. The name goes before anyone learns of the death, so a restarted process can take it.
   rt.names.release(p);
+  if (p->labelled) {
+    lock_guard lock(rt.labels.mu);
+    rt.labels.by_serial.erase(p->id().serial());
+  }
 
   // 4. Unpublished and counted before anyone learns of the death: whoever got the DOWN sees it
   //    in process_count and in the metrics (whose exit totals are derived from the table).

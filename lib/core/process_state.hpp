@@ -180,6 +180,9 @@ struct proc {
   /// The mailbox is bounded (`bound` is set). Immutable after publication and on the line a
   /// send touches anyway, so an unbounded target costs a sender one test of a byte.
   bool bounded = false;
+  /// It has labels (basic_process::set_label) in runtime_core::labels, which its exit removes.
+  /// Owner only; in the padding after `bounded`.
+  bool labelled = false;
   /// Pauses a busy connection asked for and has not lifted yet (remote_pause_running): while
   /// not zero the body is not resumed. In the padding after `bounded`. Owner only; atomic
   /// (relaxed loads and stores) because process_info reads it for the `suspended` status.

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -58,6 +60,13 @@ class runtime_core {
   epoch_domain epoch;
   process_table table;
   registry names{*this};
+  /// Processes' labels (basic_process::set_label), by pid serial: set rarely, read by
+  /// process_info, so one lock for all; an exit takes it only if the process has labels.
+  struct label_table {
+    mutex mu;
+    std::unordered_map<std::uint64_t, std::vector<std::pair<std::string, std::string>>> by_serial
+        BEAMLET_GUARDED_BY(mu);
+  } labels;
   timer_service timers;
   scheduler sched;
 

@@ -128,17 +128,17 @@ task<http_response> node_page(process& self, runtime& rt, std::string query) {
   const auto started = std::chrono::steady_clock::now();
   term_list scan_args{term::make_charlist(top_query(n))};
   auto scanned = co_await call(self, node, "erl_scan", "string", std::move(scan_args));
-  if (!scanned) co_return std::move(scanned.error());
+  if (!scanned) co_return scanned.error();
   if (!scanned->is_tuple() || scanned->size() != 3 || !(*scanned)[0].is_atom("ok"))
     co_return text(502, node + ": erl_scan answered " + scanned->to_string());
   term_list parse_args{(*scanned)[1]};
   auto parsed = co_await call(self, node, "erl_parse", "parse_exprs", std::move(parse_args));
-  if (!parsed) co_return std::move(parsed.error());
+  if (!parsed) co_return parsed.error();
   if (!parsed->is_tuple() || parsed->size() != 2 || !(*parsed)[0].is_atom("ok"))
     co_return text(502, node + ": erl_parse answered " + parsed->to_string());
   term_list eval_args{(*parsed)[1], term::make_list({})};
   auto value = co_await call(self, node, "erl_eval", "exprs", std::move(eval_args));
-  if (!value) co_return std::move(value.error());
+  if (!value) co_return value.error();
   // {value, {Count, Top}, Bindings}
   if (!value->is_tuple() || value->size() != 3 || !(*value)[1].is_tuple() ||
       (*value)[1].size() != 2 || !(*value)[1][0].is_integer() || !(*value)[1][1].is_list())

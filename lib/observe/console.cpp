@@ -325,7 +325,7 @@ http_answer console::processes(const http_query& q) {
   if (!n || *n == 0 || *n > opts_.max_page_entries)
     return bad_parameter("n (1 to " + std::to_string(opts_.max_page_entries) + ")");
   const auto offset = q.number("offset", 0);
-  if (!offset) return bad_parameter("offset");
+  if (!offset || *offset > (std::size_t{1} << 40)) return bad_parameter("offset");
   std::string_view sort = q.text("sort");
   if (sort.empty()) sort = "message_queue_len";
   if (sort != "message_queue_len" && sort != "memory" && sort != "reductions" && sort != "pid")
@@ -335,28 +335,24 @@ http_answer console::processes(const http_query& q) {
   if (order != "asc" && order != "desc") return bad_parameter("order (asc or desc)");
   const std::string filter = lowered(q.text("filter"));
 
-  std::vector<process_sample> all = sample_processes(core_);
   std::unordered_map<std::uint64_t, std::string> names;
   for (auto& [name, p] : registered_processes(core_)) names.emplace(p.serial(), std::move(name));
   const auto name_of = [&](pid p) -> std::string_view {
     const auto it = names.find(p.serial());
     return it == names.end() ? std::string_view() : std::string_view(it->second);
   };
-  if (!filter.empty()) {
-    std::unordered_map<const std::type_info*, bool> type_matches;
-    const auto matches = [&](const process_sample& s) {
-      auto it = type_matches.find(s.initial_call);
-      if (it == type_matches.end())
-        it = type_matches
-                 .emplace(s.initial_call,
-                          lowered(type_name(s.initial_call)).find(filter) != std::string::npos)
-                 .first;
-      return it->second || lowered(name_of(s.id)).find(filter) != std::string::npos ||
-             s.id.to_string().find(filter) != std::string::npos;
-    };
-    all.erase(std::remove_if(all.begin(), all.end(), [&](const auto& s) { return !matches(s); }),
-              all.end());
-  }
+  std::unordered_map<const std::type_info*, bool> type_matches;
+  const auto matches = [&](const process_sample& s) {
+    if (filter.empty()) return true;
+    auto it = type_matches.find(s.initial_call);
+    if (it == type_matches.end())
+      it = type_matches
+               .emplace(s.initial_call,
+                        lowered(type_name(s.initial_call)).find(filter) != std::string::npos)
+               .first;
+    return it->second || lowered(name_of(s.id)).find(filter) != std::string::npos ||
+           s.id.to_string().find(filter) != std::string::npos;
+  };
   const auto key = [sort](const process_sample& s) -> std::uint64_t {
     if (sort == "message_queue_len") return s.message_queue_len;
     if (sort == "memory") return s.memory;
@@ -369,16 +365,33 @@ http_answer console::processes(const http_query& q) {
     if (ka != kb) return desc ? ka > kb : ka < kb;
     return a.id < b.id;
   };
-  const std::size_t total = all.size();
-  const std::size_t from = std::min<std::size_t>(*offset, total);
-  const std::size_t to = std::min<std::size_t>(from + *n, total);
-  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(to), all.end(), before);
+  // One pass that keeps the first offset + n in a heap whose top is the last of them: a page
+  // of a million processes without a million-entry vector or a sort of it.
+  const std::size_t want = *offset + *n;
+  std::vector<process_sample> kept;
+  std::size_t total = 0;
+  visit_processes(core_, [&](const process_sample& s) {
+    if (!matches(s)) return;
+    ++total;
+    if (kept.size() < want) {
+      kept.push_back(s);
+      std::push_heap(kept.begin(), kept.end(), before);
+    } else if (before(s, kept.front())) {
+      std::pop_heap(kept.begin(), kept.end(), before);
+      kept.back() = s;
+      std::push_heap(kept.begin(), kept.end(), before);
+    }
+  });
+  std::sort_heap(kept.begin(), kept.end(), before);
+  const std::size_t from = std::min<std::size_t>(*offset, kept.size());
+  const std::size_t to = kept.size();
+  const std::vector<process_sample>& all = kept;
 
   std::string out = "{";
   json_field(out, "sort", sort, true);
   json_field(out, "order", order);
   json_field(out, "filter", filter);
-  json_number(out, "offset", from);
+  json_number(out, "offset", std::min<std::size_t>(*offset, total));
   json_number(out, "total", total);
   out += ",\"processes\":[";
   for (std::size_t i = from; i < to; ++i) {
@@ -431,6 +444,14 @@ http_answer console::process(const http_query& q) {
   json_strings(out, "monitored_names", d->monitored_names);
   json_pids(out, "monitored_by", d->monitored_by);
   json_strings(out, "queued_types", d->queued_types);
+  out += ",\"labels\":{";
+  for (std::size_t i = 0; i < d->labels.size(); ++i) {
+    if (i > 0) out += ',';
+    append_json_string(out, d->labels[i].first);
+    out += ':';
+    append_json_string(out, d->labels[i].second);
+  }
+  out += '}';
   if (const auto it = sups.find(d->pid); it != sups.end()) {
     json_field(out, "supervisor_kind", it->second->kind);
     json_number(out, "supervisor_children", it->second->children);

@@ -38,6 +38,7 @@ struct hoarder {
   using initial_call = hoarder;
   task<> operator()(process& self, const starter& st) {
     (void)self.register_name("hoarder");
+    self.set_label("role", "takes nothing it is sent");
     st.ack(self, start_result::ok(self.self()));
     co_await self.receive(on<never>());
   }

@@ -230,8 +230,11 @@ def main():
                            .replace(",", ""))
         types = tab.js("document.getElementById('detail-types').textContent")
         path = tab.js("document.getElementById('detail-path').textContent")
-        if detail_queue < int(opts["--backlog"]) or "int" not in types or "app_sup" not in path:
-            fail("the detail shows queue %d, types %r, path %r" % (detail_queue, types, path))
+        labels = tab.js("document.getElementById('detail-labels').textContent")
+        if detail_queue < int(opts["--backlog"]) or "int" not in types or "app_sup" not in path \
+                or "role = " not in labels:
+            fail("the detail shows queue %d, types %r, path %r, labels %r" %
+                 (detail_queue, types, path, labels))
         tab.screenshot(os.path.join(shots, "console-process.png"))
 
         # -- kill: refused without the token, done with it -----------------------------------

@@ -133,6 +133,7 @@ def console(port, hoarder, pool, worker, token):
     d = get_json(port, "/console/api/process?pid=" + q(hoarder))
     expect(d["complete"] and d["status"] == "waiting", f"detail: {d}")
     expect(d["queued_types"] == ["int"] * 10, f"queued types: {d['queued_types']}")
+    expect(d["labels"] == {"role": "keeps everything"}, f"labels: {d['labels']}")
     expect([a["registered_name"] for a in d["supervisor_path"]][-1] == "app_sup",
            f"supervisor path: {d['supervisor_path']}")
     expect(d["supervisor_path"][-1]["kind"] == "supervisor", "app_sup's kind")

@@ -26,6 +26,7 @@ struct never_sent {};
 struct console_hoarder {
   task<> operator()(process& self, const starter& st) {
     (void)self.register_name("hoarder");
+    self.set_label("role", "keeps everything");
     st.ack(self, start_result::ok(self.self()));
     co_await self.receive(on<never_sent>());
   }

@@ -99,6 +99,42 @@ TEST(ProcessInfo, TheOldestQueuedMessagesAreNamedByType) {
   rt.exit(p, exit_reason::kill());
 }
 
+TEST(ProcessInfo, LabelsAreSetReplacedRemovedAndEndWithTheProcess) {
+  runtime rt;
+  scoped_process me(rt);
+  const pid p = me.spawn([](process& self) -> task<> {
+    self.set_label("user", "alice");
+    self.set_label("peer", "10.0.0.7:5000");
+    self.set_label("user", "bob");  // replaced
+    self.set_label("gone", "soon");
+    self.set_label("gone", "");    // removed
+    self.set_label("absent", "");  // removing what is not there is nothing
+    co_await self.receive(on<go>());
+    self.set_label("peer", "");
+    self.set_label("user", "");
+    co_await self.receive(on<go>());
+  });
+  using labels = std::vector<std::pair<std::string, std::string>>;
+  ASSERT_TRUE(eventually([&] {
+    const auto d = process_info(rt, p);
+    return d && d->labels == labels{{"peer", "10.0.0.7:5000"}, {"user", "bob"}};
+  }));
+  me.send(p, go{});
+  ASSERT_TRUE(eventually([&] {
+    const auto d = process_info(rt, p);
+    return d && d->labels.empty();
+  }));
+  // A process that ends with labels: its exit removes them (and process_info has nothing).
+  const pid q = me.spawn([](process& self) -> task<> {
+    self.set_label("job", "import");
+    co_return;
+  });
+  const ref m = me.monitor(q);
+  (void)me.receive(on<down>().when([&](const down& d) { return d.ref == m; }));
+  EXPECT_FALSE(process_info(rt, q));
+  me.send(p, go{});
+}
+
 TEST(ProcessInfo, QueueLengthCountsWhatIsStillInTheInbox) {
   runtime rt;
   scoped_process me(rt);

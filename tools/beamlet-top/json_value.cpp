@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace beamlet_top {
@@ -84,10 +86,15 @@ class parser {
     } else if (word("null")) {
     } else {
       v.type = json_value::kind::number;
-      const char* b = s_.data() + i_;
-      const auto [end, ec] = std::from_chars(b, s_.data() + s_.size(), v.number);
-      if (ec != std::errc() || end == b) error("not a value");
-      i_ += static_cast<std::size_t>(end - b);
+      // strtod on a copy of the number's characters: libc++ 16 has no floating-point
+      // from_chars, and strtod needs a terminated string.
+      std::size_t e = i_;
+      while (e < s_.size() && std::strchr("+-0123456789.eE", s_[e]) != nullptr) ++e;
+      const std::string digits(s_.substr(i_, e - i_));
+      char* end = nullptr;
+      v.number = std::strtod(digits.c_str(), &end);
+      if (digits.empty() || end != digits.c_str() + digits.size()) error("not a value");
+      i_ = e;
     }
     return v;
   }

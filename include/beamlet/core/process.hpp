@@ -273,6 +273,14 @@ class basic_process {
   /// errc::invalid_name.
   [[nodiscard]] std::error_code register_name(std::string_view name);
 
+  // -- labels ------------------------------------------------------------------------------------
+
+  /// Sets one of this process's labels: what Erlang code keeps in its process dictionary for
+  /// whoever looks at it later (a user id, a connection's peer, a job's name). process_info
+  /// (`labels`) and the console show them; nothing else reads them. An empty value removes the
+  /// label. Labels end with the process. Call it from the process itself.
+  void set_label(std::string_view key, std::string value);
+
   // -- introspection -----------------------------------------------------------------------------
 
   /// erlang:is_process_alive/1.

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <beamlet/core/config.hpp>
@@ -89,6 +90,8 @@ struct process_details {
   /// The types of the first queued messages (at most queued_types_shown), oldest first,
   /// demangled: what a backlog is made of. Read with the lists (see `complete`).
   std::vector<std::string> queued_types;
+  /// Its labels (basic_process::set_label), sorted by key; always filled in.
+  std::vector<std::pair<std::string, std::string>> labels;
   /// The body's type (for a gen_server, the server class), demangled.
   std::string initial_call;
   beamlet::pid parent;                  ///< the spawner (null for a scoped_process)

@@ -252,7 +252,9 @@
         : ["—"]))],
       ["links", el("span", {}, ...list(d.links))], ["monitors", el("span", {}, ...list(d.monitors))],
       ["monitored by", el("span", {}, ...list(d.monitored_by))],
-      ["first queued messages", el("span", { id: "detail-types" }, d.queued_types.length ? d.queued_types.join(", ") : "—")]];
+      ["first queued messages", el("span", { id: "detail-types" }, d.queued_types.length ? d.queued_types.join(", ") : "—")],
+      ["labels", el("span", { id: "detail-labels" }, Object.keys(d.labels).length
+        ? Object.entries(d.labels).map(([k, v]) => k + " = " + v).join("; ") : "—")]];
     if (d.supervisor_kind)
       rows.push(["supervises", d.supervisor_kind + ": " + fmt(d.supervisor_children) + " children, " + fmt(d.supervisor_restarts) + " restarts"]);
     const actions = el("div", { class: "actions" },

@@ -155,6 +155,9 @@ struct process_sample {
 /// One sample per live process, in pid order: a pass over the process table that reads a few
 /// atomics per process (a million processes in about 60 ms on 2 cores).
 std::vector<process_sample> sample_processes(runtime_core& rt);
+/// The same pass without the vector and the sort: `f` gets each live process's sample, in no
+/// particular order (for a view that keeps a few of a million).
+void visit_processes(runtime_core& rt, const std::function<void(const process_sample&)>& f);
 /// Every registered name and its pid, sorted by name.
 std::vector<std::pair<std::string, pid>> registered_processes(runtime_core& rt);
 /// Called by a process (or mailbox) right before a receive: what that receive waits for, for
