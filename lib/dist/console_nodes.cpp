@@ -182,6 +182,9 @@ task<http_response> node_page(process& self, runtime& rt, std::string query) {
 
 void add_console_nodes(runtime& rt) {
   runtime* r = &rt;
+  add_console_gauge(rt, "nodes", [r] {
+    return static_cast<std::int64_t>(nodes(*r, node_kind::connected).size());
+  });
   add_console_source(rt, "nodes", [r](process&, std::string) { return nodes_page(*r); });
   add_console_source(rt, "node", [r](process& self, std::string query) {
     return node_page(self, *r, std::move(query));
@@ -191,6 +194,7 @@ void add_console_nodes(runtime& rt) {
 void remove_console_nodes(runtime& rt) {
   remove_console_source(rt, "nodes");
   remove_console_source(rt, "node");
+  remove_console_gauge(rt, "nodes");
 }
 
 }  // namespace dist::detail

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <beamlet/observe/http_endpoint.hpp>
+
 BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace net::detail {
 
@@ -20,6 +22,10 @@ void io_engine::attached(core::runtime_core& rt) {
     w.family("net_open_sockets", "gauge", "Sockets and listeners open (the network layer).");
     w.sample("net_open_sockets", count->load(std::memory_order_relaxed));
     write_pool_metrics(*r, w);
+  });
+  // The console's overview shows the sockets open as its `ports`.
+  add_console_gauge(rt, "ports", [count = open_count] {
+    return static_cast<std::int64_t>(count->load(std::memory_order_relaxed));
   });
   core::install_hook(rt, static_cast<core::scheduler_io*>(this));
 }

@@ -160,7 +160,13 @@ std::string console_sample::json() const {
   json_number(out, "alarms_seen", alarms_seen);
   json_number(out, "alarms_active", alarms_active);
   json_number(out, "reports_seen", reports_seen);
-  return out + "}";
+  out += ",\"gauges\":{";
+  for (std::size_t i = 0; i < gauges.size(); ++i) {
+    if (i > 0) out += ',';
+    append_json_string(out, gauges[i].first);
+    out += ':' + std::to_string(gauges[i].second);
+  }
+  return out + "}}";
 }
 
 void report_ring::add(const log_event& e) {
@@ -244,6 +250,7 @@ std::string console::sample() {
           std::clamp(static_cast<double>(cpu[i] - cpu_ns_[i]) / (dt * 1e9), 0.0, 1.0);
   }
   cpu_ns_ = std::move(cpu);
+  s.gauges = read_console_gauges(core_);
   s.alarms_seen = alarms_seen_;
   s.alarms_active = queue_alarms_.size();
   {

@@ -59,6 +59,7 @@ struct console_sample {
   std::uint64_t messages = 0;  ///< delivered since the start
   std::uint64_t alarms_seen = 0, reports_seen = 0;
   std::size_t alarms_active = 0;
+  std::vector<std::pair<std::string, std::int64_t>> gauges;  ///< add_console_gauge's, by name
   std::string json() const;
 };
 
@@ -132,6 +133,9 @@ class console {
 /// suspend, resume (sys), shed_on, shed_off, shed_auto (a dynamic supervisor's switch).
 task<http_answer> run_console_action(process& self, const http_query& form,
                                      const std::string& peer);
+
+/// The gauges of the runtime's consoles (add_console_gauge), read now, by name.
+std::vector<std::pair<std::string, std::int64_t>> read_console_gauges(runtime_core& rt);
 
 /// The source `name` of the runtime's consoles (add_console_source), or nullptr.
 std::shared_ptr<const console_source> find_console_source(runtime_core& rt, std::string_view name);

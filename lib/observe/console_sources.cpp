@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <beamlet/core/extension.hpp>
 #include <beamlet/core/runtime.hpp>
@@ -19,7 +21,14 @@ namespace {
 struct console_sources final : runtime_extension {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const console_source>, std::less<>> by_name;
+  std::map<std::string, std::function<std::int64_t()>, std::less<>> gauges;
 };
+
+void add_gauge(console_sources& s, std::string name, std::function<std::int64_t()> read) {
+  if (!read) throw std::invalid_argument("beamlet::add_console_gauge: a null read function");
+  std::lock_guard lock(s.mu);
+  s.gauges.insert_or_assign(std::move(name), std::move(read));
+}
 
 bool valid_name(std::string_view name) {
   constexpr std::string_view builtin[] = {"overview", "events", "processes", "process",
@@ -50,7 +59,36 @@ void remove_console_source(runtime& rt, std::string_view name) {
   if (const auto it = s.by_name.find(name); it != s.by_name.end()) s.by_name.erase(it);
 }
 
+void add_console_gauge(runtime& rt, std::string name, std::function<std::int64_t()> read) {
+  add_gauge(extension<console_sources>(rt), std::move(name), std::move(read));
+}
+
+void add_console_gauge(detail::runtime_core& rt, std::string name,
+                       std::function<std::int64_t()> read) {
+  add_gauge(extension<console_sources>(rt), std::move(name), std::move(read));
+}
+
+void remove_console_gauge(runtime& rt, std::string_view name) {
+  auto& s = extension<console_sources>(rt);
+  std::lock_guard lock(s.mu);
+  if (const auto it = s.gauges.find(name); it != s.gauges.end()) s.gauges.erase(it);
+}
+
 namespace detail {
+
+std::vector<std::pair<std::string, std::int64_t>> read_console_gauges(runtime_core& rt) {
+  auto& s = extension<console_sources>(rt);
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  std::lock_guard lock(s.mu);
+  for (const auto& [name, read] : s.gauges) {
+    try {
+      out.emplace_back(name, read());
+    } catch (...) {
+      // A gauge that fails this time is left out of this sample.
+    }
+  }
+  return out;
+}
 
 std::shared_ptr<const console_source> find_console_source(runtime_core& rt, std::string_view name) {
   auto& s = extension<console_sources>(rt);

@@ -4,10 +4,12 @@
 // console on. The endpoint starts before the backlog is sent, so the console (the
 // system monitor's subscriber) sees the hoarder's long_message_queue alarm.
 //
-//   console_server [--processes N] [--backlog M] [--token T]
+//   console_server [--processes N] [--backlog M] [--token T] [--node NAME --cookie C]
 //
-// It prints the console's address and the hoarder's pid, then takes commands on its standard
-// input (see main).
+// With --node, the runtime is also a distributed node, NAME@127.0.0.1 (for the Nodes view).
+//
+// It prints the console's address, the hoarder's pid and its node's name, then takes commands on
+// its standard input (see main).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include <beamlet/beamlet.hpp>
+#include <beamlet/dist/node.hpp>
 
 using namespace beamlet;
 
@@ -126,8 +129,24 @@ int main(int argc, char** argv) {
   const pid hoarder_pid = rt.whereis("hoarder").value_or(pid());
   for (long i = 0; i < backlog; ++i) me.send(hoarder_pid, static_cast<int>(i));
 
+  std::string node_name;
+  if (const std::string node = text_option(argc, argv, "--node", ""); !node.empty()) {
+    dist::node_options no;
+    no.name = node + "@127.0.0.1";
+    no.long_names = true;
+    no.cookie = text_option(argc, argv, "--cookie", "");
+    no.listen_address = "127.0.0.1";
+    auto started = dist::start(rt, no);
+    if (!started) {
+      std::cerr << "console_server: dist::start: " << started.error().message() << "\n";
+      return 1;
+    }
+    node_name = started->name;
+  }
+
   std::cout << "console: http://127.0.0.1:" << o.port << "/console\n"
-            << "hoarder: " << hoarder_pid.to_string() << std::endl;
+            << "hoarder: " << hoarder_pid.to_string() << "\n"
+            << "node: " << node_name << std::endl;
 
   // Commands on standard input, one per line, until it closes:
   //   drop   kill the endpoint's process (its supervisor starts it again on the same port)
@@ -151,5 +170,6 @@ int main(int argc, char** argv) {
     (void)rt.wait(p, std::chrono::seconds(10));
   }
   for (const pid p : idle) rt.send(p, stop_idle{});
+  if (!node_name.empty()) (void)dist::stop(rt);
   return 0;
 }

@@ -14,6 +14,8 @@ then, in one browser tab:
     when the stream drops (the endpoint's process killed and restarted by its supervisor) the
     page says so, reconnects by itself and receives samples again;
   * the alarms page shows the hoarder's long_message_queue alarm and the supervisor's report;
+  * the Nodes view lists an Elixir node connected to the service's node and, clicked, its
+    process with the longest queue (1,500 messages), read over distribution;
   * the page's JavaScript heap stays bounded while it runs for SOAK seconds (default 60).
 Screenshots of each page go to SCREENSHOT_DIR.
 
@@ -173,18 +175,35 @@ def main():
         if f.endswith(".png"):
             os.remove(os.path.join(shots, f))
 
+    elixir = shutil.which("elixir")
+    node = "console_test_%d" % os.getpid()
+    cookie = "console_test_cookie"
     svc = subprocess.Popen([server, "--processes", opts["--processes"], "--backlog",
-                            opts["--backlog"], "--token", TOKEN],
+                            opts["--backlog"], "--token", TOKEN] +
+                           (["--node", node, "--cookie", cookie] if elixir else []),
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     profile = tempfile.mkdtemp(prefix="beamlet-chromium-")
     browser = None
+    peer = None
     try:
-        lines = [svc.stdout.readline() for _ in range(2)]
+        lines = [svc.stdout.readline() for _ in range(3)]
         m = re.match(r"console: (http://127\.0\.0\.1:\d+)/console", lines[0])
         if not m:
             fail("no console address in %r" % lines)
         base = m.group(1)
         hoarder = lines[1].split(": ", 1)[1].strip()
+        node_name = lines[2].split(": ", 1)[1].strip()
+        if elixir:
+            # An Elixir node that connects to ours and keeps a process with 1,500 messages.
+            peer_name = "console_peer_%d@127.0.0.1" % os.getpid()
+            peer = subprocess.Popen(
+                [elixir, "--name", peer_name, "--cookie", cookie, "-e",
+                 'true = Node.connect(:"%s")\n'
+                 'pid = spawn(fn -> Process.register(self(), :backlogged)\n'
+                 '  receive do :never -> :ok end end)\n'
+                 'for i <- 1..1500, do: send(pid, i)\n'
+                 'Process.sleep(:infinity)\n' % node_name],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
         browser = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -275,6 +294,22 @@ def main():
                  "the supervisor's report")
         tab.screenshot(os.path.join(shots, "console-alarms.png"))
 
+        # -- nodes: the Elixir node's longest queue, read over distribution ------------------
+        if elixir:
+            tab.js("location.hash = '#/nodes'")
+            tab.wait("document.querySelector('#node-list tr[data-node=\"%s\"]') !== null" %
+                     peer_name, "the Elixir node in the list", timeout=60)
+            tab.js("document.querySelector('#node-list tr[data-node=\"%s\"]').click()" % peer_name)
+            first_remote = tab.wait(
+                "(() => { const r = document.querySelector('#node-top tbody tr');"
+                " return r ? r.textContent : ''; })()", "the Elixir node's processes", timeout=30)
+            if "backlogged" not in first_remote or "1,500" not in first_remote:
+                fail("the Elixir node's longest queue shows as %r" % first_remote)
+            tab.screenshot(os.path.join(shots, "console-nodes.png"))
+        else:
+            print("console_test: elixir is not installed: the Nodes view is not checked")
+            first_remote = "(not checked)"
+
         # -- overview: the charts move with the stream ---------------------------------------
         tab.js("location.hash = '#/overview'")
         tab.wait("Number(document.body.dataset.samples || 0) >= 1", "a streamed sample")
@@ -317,10 +352,13 @@ def main():
         print("console: hoarder %s first of %s; first render %.0f ms; detail queue %d, types %s;"
               " kill 403 then 200; restarts %s; heap %d -> %d bytes over %.0f s (%d samples);"
               " the service's CPU meanwhile (sampling and streaming, nothing else running):"
-              " %.0f ms, %.2f%% of one core; screenshots in %s" %
+              " %.0f ms, %.2f%% of one core; Elixir node's first row %r; screenshots in %s" %
               (hoarder, total, render_ms, detail_queue, types[:40], restarts, heap0, heap1, soak,
-               samples1 - samples0, cpu * 1000, 100 * cpu / soak, shots))
+               samples1 - samples0, cpu * 1000, 100 * cpu / soak, first_remote, shots))
     finally:
+        if peer is not None:
+            peer.kill()
+            peer.wait()
         if browser is not None:
             browser.kill()
             browser.wait()

@@ -10,6 +10,7 @@ stream and its actions, as a browser's script would use them.
   console_nodes_off PORT                 no node: the Nodes view's paths are 404
   console_nodes PORT NODE                NODE listed; its longest queues (`backlogged` first)
   console_source PORT NAME BODY          /console/api/NAME answers BODY ("-": 404)
+  console_gauges PORT NAME=VALUE         the samples' gauges hold NAME=VALUE ("-": absent)
 """
 import http.client
 import json
@@ -244,10 +245,24 @@ def console_source(port, name, expected):
         expect(status == 200 and body.decode() == expected, f"/console/api/{name}: {status} {body}")
 
 
+def console_gauges(port, want):
+    """The newest sample's gauges: `ports` at least 1 (the test's listener), a gauge that
+    throws left out, and want ("name=value", or "name=-" for absent) once a sample shows it."""
+    name, value = want.split("=")
+    deadline = time.time() + 5
+    while True:
+        g = get_json(port, "/console/api/overview")["history"][-1]["gauges"]
+        if (g.get(name) == int(value)) if value != "-" else (name not in g):
+            break
+        expect(time.time() < deadline, f"gauges: {g}, wanted {want}")
+        time.sleep(0.05)
+    expect(g.get("ports", 0) >= 1 and "failing" not in g, f"gauges: {g}")
+
+
 def run(case, port, args):
     """Runs one case; raises Failure with the reason."""
     cases = {"console_off": console_off, "console_up": console_up, "console": console, "console_shed": console_shed,
              "console_no_token": console_no_token, "console_tokens": console_tokens,
              "console_nodes_off": console_nodes_off, "console_nodes": console_nodes,
-             "console_source": console_source}
+             "console_source": console_source, "console_gauges": console_gauges}
     cases[case](port, *args)

@@ -71,6 +71,7 @@ def main():
             fail("console_server printed no address")
         port = m.group(1)
         hoarder = svc.stdout.readline().split(": ", 1)[1].strip()
+        svc.stdout.readline()  # "node: " (none: no --node)
 
         # -- for scripts ------------------------------------------------------------------------
         r = subprocess.run([top, "--port", port, "--once", "--json", "--n", "5"],

@@ -1,6 +1,7 @@
 // The operator's console (http_endpoint_options::console): its JSON API, its event stream and its
 // actions, driven by a real HTTP client (tests/http/http_check.py, the `console*` cases). The
 // page itself is tested in headless Chromium (tests/browser/console_test.py).
+#include <beamlet/net/tcp.hpp>
 #include <beamlet/observe/http_endpoint.hpp>
 #include <beamlet/observe/logger.hpp>
 #include <beamlet/otp/dynamic_supervisor.hpp>
@@ -212,6 +213,23 @@ TEST(Console, SourcesAreCheckedAndReplaced) {
   remove_console_source(rt, "mine");
   remove_console_source(rt, "never_added");
   EXPECT_EQ(run_client("console_source " + std::to_string(ep->port()) + " mine -").status, 0);
+}
+
+TEST(Console, GaugesAreSampled) {
+  runtime rt;
+  EXPECT_THROW(add_console_gauge(rt, "broken", nullptr), std::invalid_argument);
+  add_console_gauge(rt, "widgets", [] { return std::int64_t{41}; });
+  add_console_gauge(rt, "widgets", [] { return std::int64_t{42}; });  // replaced
+  add_console_gauge(rt, "failing", []() -> std::int64_t { throw std::runtime_error("no"); });
+  // The network layer counts its sockets: a listener is one.
+  auto l = net::listen(rt, {.address = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(l);
+  auto ep = start_console(rt, console_options());
+  EXPECT_EQ(run_client("console_gauges " + std::to_string(ep.port()) + " widgets=42").status, 0);
+  remove_console_gauge(rt, "widgets");
+  remove_console_gauge(rt, "never_added");
+  EXPECT_EQ(run_client("console_gauges " + std::to_string(ep.port()) + " widgets=-").status, 0);
+  l->close();
 }
 
 }  // namespace

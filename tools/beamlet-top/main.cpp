@@ -146,7 +146,10 @@ std::string render(const options& o, const view& v, std::size_t width, bool keys
                 busy * 100, grouped(static_cast<double>(runq) + s.num("global_queue")).c_str(),
                 grouped(s.num("messages_per_s")).c_str(), bytes(s.num("rss_bytes")).c_str(),
                 grouped(s.num("alarms_active")).c_str());
-  out += fit(line, width) + "\n";
+  std::string head = line;
+  if (const json_value* g = s.find("gauges"))  // the layers' counts: ports, nodes...
+    for (const auto& [name, count] : g->members) head += "  " + name + " " + grouped(count.number);
+  out += fit(head, width) + "\n";
   std::snprintf(line, sizeof line, "sorted by %s (%s)%s", v.page.str("sort").c_str(),
                 v.page.str("order").c_str(),
                 keys ? "   l queue  m memory  r reductions  p pid  o order  q quit" : "");

@@ -72,6 +72,9 @@ BEAMLET_BEGIN_NAMESPACE
 class runtime;
 class basic_process;
 class process;
+namespace detail {
+class runtime_core;
+}  // namespace detail
 
 /// A whole answer, for pages that choose their status.
 struct http_response {
@@ -243,6 +246,18 @@ using console_source = std::function<task<http_response>(process& self, std::str
 void add_console_source(runtime& rt, std::string name, console_source source);
 /// Removes the source `name` (its path is 404 again); unknown names are ignored.
 void remove_console_source(runtime& rt, std::string_view name);
+
+/// A count the console's overview shows beside its own (processes, timers...), read by each
+/// console at each sample, so `read` must be cheap and must not block: beamlet/net adds `ports`
+/// (its sockets and listeners open), beamlet/dist `nodes` (connected nodes, while a node
+/// runs). Adding a name again replaces it; a null `read` is std::invalid_argument.
+/// Thread-safe.
+void add_console_gauge(runtime& rt, std::string name, std::function<std::int64_t()> read);
+/// The same, from the runtime's internal core (the layers' own use).
+void add_console_gauge(detail::runtime_core& rt, std::string name,
+                       std::function<std::int64_t()> read);
+/// Removes the gauge `name`; unknown names are ignored.
+void remove_console_gauge(runtime& rt, std::string_view name);
 
 /// The parameters of a query string or a form body (`a=1&b=%3C0.7.0%3E`), percent-decoded
 /// ('+' is a space): what a page's render or a console source is given, read. A malformed

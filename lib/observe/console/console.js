@@ -143,7 +143,9 @@
       card("Messages / s", fmt(Math.round(last.messages_per_s)), "card-msgs"),
       card("Timers", fmt(last.timers), "card-timers"),
       card("Memory (RSS)", bytes(last.rss_bytes), "card-rss"),
-      card("Queue alarms on", fmt(last.alarms_active), "card-alarms"));
+      card("Queue alarms on", fmt(last.alarms_active), "card-alarms"),
+      ...Object.entries(last.gauges || {}).map(([name, v]) =>
+        card(name[0].toUpperCase() + name.slice(1), fmt(v), "card-gauge-" + name)));
     const perScheduler = (key) => (last[key] || []).map((_, i) => ({ values: h.map((s) => (s[key] || [])[i] || 0) }));
     drawChart(document.getElementById("chart-util"), perScheduler("utilisation"),
       { max: 1, label: (v) => Math.round(v * 100) + " %" });
