@@ -436,6 +436,13 @@ std::vector<process_sample> sample_processes(runtime_core& rt) {
   return out;
 }
 
+std::vector<int> scheduler_threads(runtime_core& rt) {
+  std::vector<int> out;
+  rt.sched.for_each_worker(
+      [&](const worker& w) { out.push_back(w.tid.load(std::memory_order_acquire)); });
+  return out;
+}
+
 std::vector<std::pair<std::string, pid>> registered_processes(runtime_core& rt) {
   return rt.names.entries();
 }

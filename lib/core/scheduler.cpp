@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -120,9 +122,12 @@ void scheduler::start() {
   for (auto& w : workers_) {
     worker* wp = w.get();
     wp->thread = std::thread([this, wp] {
-      // Named for top -H and perf: "beamlet-sched-N".
-      const std::string name = "beamlet-sched-" + std::to_string(wp->index);
+      // Named for top -H and perf: "beamlet-sched-N", or "beamlet-sch-N" from N = 10 on (a
+      // thread's name holds 15 characters; a longer one is refused).
+      std::string name = "beamlet-sched-" + std::to_string(wp->index);
+      if (name.size() > 15) name = "beamlet-sch-" + std::to_string(wp->index);
       ::pthread_setname_np(::pthread_self(), name.c_str());
+      wp->tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_release);
       run(*wp);
     });
   }

@@ -74,6 +74,9 @@ class worker {
   /// In the idle list and about to sleep (or asleep): wake_worker's check before its lock.
   std::atomic<bool> sleeping{false};
   std::thread thread;
+  /// The thread's id for the kernel (gettid), set as it starts: what /proc/self/task lists, so
+  /// that an observer can read the thread's CPU time (the console's utilisation).
+  std::atomic<int> tid{0};
   /// The receive timeouts armed on this thread (worker_timers.hpp).
   worker_timers timers;
   /// Written by this worker only (load + store); read by stats_of from any thread. On a line

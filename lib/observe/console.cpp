@@ -2,7 +2,6 @@
 // process's detail, the tree, the alarms and reports.
 #include "console.hpp"
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,41 +102,20 @@ std::string lowered(std::string_view s) {
 
 // -- scheduler_clock ------------------------------------------------------------------------------
 
-void scheduler_clock::find_threads() {
-  tids_.clear();
-  DIR* d = ::opendir("/proc/self/task");
-  if (d == nullptr) return;
-  while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    const std::string comm_path = std::string("/proc/self/task/") + e->d_name + "/comm";
-    std::FILE* f = std::fopen(comm_path.c_str(), "r");
-    if (f == nullptr) continue;
-    char name[32] = {};
-    const bool ok = std::fgets(name, sizeof name, f) != nullptr;
-    std::fclose(f);
-    unsigned index = 0;
-    if (ok && std::sscanf(name, "beamlet-sched-%u", &index) == 1 && index < 4096) {
-      if (tids_.size() <= index) tids_.resize(index + 1, -1);
-      tids_[index] = std::atoi(e->d_name);
-    }
-  }
-  ::closedir(d);
-}
-
 std::vector<std::int64_t> scheduler_clock::read() {
-  if (tids_.empty()) find_threads();
-  std::vector<std::int64_t> out(tids_.size(), 0);
-  for (std::size_t i = 0; i < tids_.size(); ++i) {
+  // The runtime's own threads, by the ids it recorded: names are not unique (two runtimes in
+  // one program have the same scheduler names).
+  const std::vector<int> tids = scheduler_threads(rt_);
+  std::vector<std::int64_t> out(tids.size(), 0);
+  for (std::size_t i = 0; i < tids.size(); ++i) {
+    if (tids[i] <= 0) return {};
     // schedstat's first field: nanoseconds on a CPU (the kernel's scheduler accounting).
-    const std::string path = "/proc/self/task/" + std::to_string(tids_[i]) + "/schedstat";
-    std::FILE* f = tids_[i] < 0 ? nullptr : std::fopen(path.c_str(), "r");
+    const std::string path = "/proc/self/task/" + std::to_string(tids[i]) + "/schedstat";
+    std::FILE* f = std::fopen(path.c_str(), "r");
     long long ns = 0;
     const bool ok = f != nullptr && std::fscanf(f, "%lld", &ns) == 1;
     if (f != nullptr) std::fclose(f);
-    if (!ok) {
-      tids_.clear();  // a thread went away (or was never found): look again next time
-      return {};
-    }
+    if (!ok) return {};
     out[i] = ns;
   }
   return out;
@@ -225,6 +203,12 @@ console::~console() {
 
 std::string console::sample() {
   const auto now = clock::now();
+  if (subscribed_ && system_monitor_of(core_).subscriber != self_.self()) {
+    // Someone else subscribed since: the alarms go to them now, and no "off" will come for
+    // the queues the console saw long.
+    subscribed_ = false;
+    queue_alarms_.clear();
+  }
   const double dt = std::chrono::duration<double>(now - last_).count();
   const runtime_stats st = stats_of(core_);
   console_sample s;

@@ -37,13 +37,13 @@ class runtime_core;
 /// that utilisation costs the schedulers nothing: a scheduler that sleeps uses none.
 class scheduler_clock {
  public:
-  /// Nanoseconds of CPU per scheduler thread ("beamlet-sched-N"), indexed by N; empty where
-  /// /proc is not readable.
+  explicit scheduler_clock(runtime_core& rt) : rt_(rt) {}
+  /// Nanoseconds of CPU per scheduler thread, by scheduler index; empty where /proc is not
+  /// readable (or a thread has not started).
   std::vector<std::int64_t> read();
 
  private:
-  std::vector<int> tids_;  // by scheduler index; found on first use and when a read fails
-  void find_threads();
+  runtime_core& rt_;
 };
 
 /// One sample of the overview: what the charts plot.
@@ -108,7 +108,7 @@ class console {
   basic_process& self_;
   const http_endpoint_options& opts_;
   runtime_core& core_;
-  scheduler_clock clock_;
+  scheduler_clock clock_{core_};
   std::vector<std::int64_t> cpu_ns_;
   std::chrono::steady_clock::time_point last_{}, next_{};
   std::uint64_t last_messages_ = 0, last_spawns_ = 0, last_exits_ = 0;
@@ -129,10 +129,10 @@ class console {
   http_answer tree(const http_query& q);
 };
 
-/// The console's action, run by the endpoint's process once refuse() let it through: kill,
+/// The console's action, run in a process of its own once refuse() let it through: kill,
 /// suspend, resume (sys), shed_on, shed_off, shed_auto (a dynamic supervisor's switch).
-task<http_answer> run_console_action(process& self, const http_query& form,
-                                     const std::string& peer);
+task<http_answer> run_console_action(process& self, const http_query& form, const std::string& peer,
+                                     pid endpoint);
 
 /// The gauges of the runtime's consoles (add_console_gauge), read now, by name.
 std::vector<std::pair<std::string, std::int64_t>> read_console_gauges(runtime_core& rt);

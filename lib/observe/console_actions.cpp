@@ -1,6 +1,7 @@
 // The console's actions (see console.hpp): the only requests that change anything, each a POST
-// with the token, each logged. They run in the endpoint's process; suspend and resume are sys
-// requests, which wait (briefly, with a timeout) for the server's answer.
+// with the token, each logged. Each runs in a process of its own, so the endpoint goes on
+// answering meanwhile: suspend and resume are sys requests, which wait (up to 2 s) for the
+// server's answer.
 #include <chrono>
 #include <string>
 
@@ -33,8 +34,8 @@ std::optional<http_answer> console::refuse(const console_request& r) const {
   return std::nullopt;
 }
 
-task<http_answer> run_console_action(process& self, const http_query& form,
-                                     const std::string& peer) {
+task<http_answer> run_console_action(process& self, const http_query& form, const std::string& peer,
+                                     pid endpoint) {
   const std::string action(form.text("action"));
   const auto target = parse_local_pid(form.text("pid"));
   if (action != "kill" && action != "suspend" && action != "resume" && action != "shed_on" &&
@@ -43,7 +44,8 @@ task<http_answer> run_console_action(process& self, const http_query& form,
   if (!target) co_return bad_parameter("pid (<0.N.0>)");
   const pid p = *target;
   if (!process_info(self, p)) co_return text(404, "no such process: " + p.to_string());
-  if (p == self.self()) co_return text(409, "the console does not act on its own endpoint");
+  if (p == endpoint || p == self.self())
+    co_return text(409, "the console does not act on its own endpoint");
   // Logged before it runs: an action that takes the service down is still on record.
   log(self, log_level::notice, "console: " + action + " " + p.to_string() + " (from " + peer + ")");
   if (action == "kill") {

@@ -24,8 +24,16 @@ struct console_sources final : runtime_extension {
   std::map<std::string, std::function<std::int64_t()>, std::less<>> gauges;
 };
 
+bool name_chars(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 void add_gauge(console_sources& s, std::string name, std::function<std::int64_t()> read) {
-  if (!read) throw std::invalid_argument("beamlet::add_console_gauge: a null read function");
+  if (!read || !name_chars(name))
+    throw std::invalid_argument("beamlet::add_console_gauge: \"" + name +
+                                "\" is not a name of letters, digits and '_', or read is null");
   std::lock_guard lock(s.mu);
   s.gauges.insert_or_assign(std::move(name), std::move(read));
 }
@@ -33,11 +41,8 @@ void add_gauge(console_sources& s, std::string name, std::function<std::int64_t(
 bool valid_name(std::string_view name) {
   constexpr std::string_view builtin[] = {"overview", "events", "processes", "process",
                                           "tree",     "alarms", "action"};
-  if (name.empty() || std::find(std::begin(builtin), std::end(builtin), name) != std::end(builtin))
-    return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  });
+  return name_chars(name) &&
+         std::find(std::begin(builtin), std::end(builtin), name) == std::end(builtin);
 }
 
 }  // namespace

@@ -112,32 +112,46 @@ bool is_application_page(const http_endpoint_options& opts, std::string_view pat
                      [&](const http_page& p) { return p.path == path; });
 }
 
-/// Answers a request for a console source in a process of its own (the source may wait).
-void spawn_source(process& self, std::shared_ptr<const console_source> src, std::string query,
-                  std::shared_ptr<detail::http_responder> reply) {
-  self.spawn([src = std::move(src), query = std::move(query),
-              reply = std::move(reply)](process& p) -> task<> {
-    http_response out;
+/// Console requests answered by a process of their own (sources, actions) at once, per
+/// endpoint: beyond it they are answered 503, so that GETs of a source that works hard (the
+/// Nodes view walks every process of another node) cannot pile up.
+constexpr int max_console_helpers = 8;
+
+/// Runs `work` in a process of its own, which answers `reply` (a source or an action may wait:
+/// an rpc to another node, a gen_server's answer to sys:suspend) without holding up the
+/// endpoint's process. nullopt when it is started; a 503 answer when too many already run.
+template <class Work>
+std::optional<http_answer> spawn_helper(process& self,
+                                        const std::shared_ptr<http_endpoint::state>& st,
+                                        const std::shared_ptr<detail::http_responder>& reply,
+                                        Work work) {
+  if (st->console_helpers->fetch_add(1) >= max_console_helpers) {
+    st->console_helpers->fetch_sub(1);
+    return http_answer{503, "text/plain; charset=utf-8",
+                       "beamlet: too many console requests in progress; try again\n"};
+  }
+  self.spawn([work = std::move(work), reply, count = st->console_helpers](process& p) -> task<> {
+    http_answer out;
     try {
-      out = co_await (*src)(p, query);
+      out = co_await work(p);
     } catch (const std::exception& e) {
-      out = http_response{500, "text/plain; charset=utf-8",
-                          std::string("beamlet: ") + e.what() + "\n"};
+      out =
+          http_answer{500, "text/plain; charset=utf-8", std::string("beamlet: ") + e.what() + "\n"};
     }
-    reply->respond(http_answer{out.status, std::move(out.content_type), std::move(out.body)});
+    count->fetch_sub(1);
+    reply->respond(std::move(out));
   });
+  return std::nullopt;
 }
 
-/// The answer to one request, or nullopt when another process answers it (a console source).
-/// Console actions run here rather than in route_http because suspend and resume wait for the
-/// server's answer.
-task<std::optional<http_answer>> answer(process& self,
-                                        const std::shared_ptr<http_endpoint::state>& st,
-                                        detail::console* con, const http_request_message& r) {
+/// The answer to one request, or nullopt when another process answers it (a console source,
+/// a console action).
+std::optional<http_answer> answer(process& self, const std::shared_ptr<http_endpoint::state>& st,
+                                  detail::console* con, const http_request_message& r) {
   const detail::http_query q = detail::parse_http_target(r.target);
   const bool for_console =
       con != nullptr && q.path.rfind("/console", 0) == 0 && !is_application_page(st->opts, q.path);
-  if (!for_console) co_return detail::route_http(self, st->opts, r.target);
+  if (!for_console) return detail::route_http(self, st->opts, r.target);
   const detail::console_request cr{q, r.post, r.token, r.body, r.peer};
   if (!detail::console::is_action(q)) {
     constexpr std::string_view api = "/console/api/";
@@ -145,16 +159,25 @@ task<std::optional<http_answer>> answer(process& self,
       if (auto src =
               detail::find_console_source(*st->core, std::string_view(q.path).substr(api.size()))) {
         const auto qm = r.target.find('?');
-        spawn_source(self, std::move(src), qm == std::string::npos ? "" : r.target.substr(qm + 1),
-                     r.reply);
-        co_return std::nullopt;
+        std::string query = qm == std::string::npos ? "" : r.target.substr(qm + 1);
+        return spawn_helper(
+            self, st, r.reply,
+            [src = std::move(src), query = std::move(query)](process& p) -> task<http_answer> {
+              http_response got = co_await (*src)(p, query);
+              http_answer out{got.status, std::move(got.content_type), std::move(got.body)};
+              co_return out;
+            });
       }
-    co_return con->get(cr);
+    return con->get(cr);
   }
-  if (auto refused = con->refuse(cr)) co_return std::move(*refused);
+  if (auto refused = con->refuse(cr)) return std::move(*refused);
   detail::http_query form;
   detail::parse_form(r.body, form.params);
-  co_return co_await detail::run_console_action(self, form, r.peer);
+  return spawn_helper(self, st, r.reply,
+                      [form = std::move(form), peer = r.peer,
+                       endpoint = self.self()](process& p) -> task<http_answer> {
+                        return detail::run_console_action(p, form, peer, endpoint);
+                      });
 }
 
 /// Hands a console sample to the I/O thread for the open event streams.
@@ -175,9 +198,11 @@ task<> serve(process& self, std::shared_ptr<http_endpoint::state> st) {
   const auto is_scrape = [](const http_request_message& r) { return r.scrape; };
   for (;;) {
     http_request_message r;
-    if (auto m = co_await self.receive(on<http_request_message>().when(is_scrape),
-                                       after(std::chrono::milliseconds(0)))) {
-      r = std::move(m.get<http_request_message>());
+    // Named before it is tested: no co_await in a condition (docs/gcc12-coroutines.md).
+    auto first = co_await self.receive(on<http_request_message>().when(is_scrape),
+                                       after(std::chrono::milliseconds(0)));
+    if (first) {
+      r = std::move(first.get<http_request_message>());
     } else if (con) {
       const auto due = con->next_sample() - std::chrono::steady_clock::now();
       if (due <= std::chrono::steady_clock::duration::zero()) {
@@ -199,7 +224,7 @@ task<> serve(process& self, std::shared_ptr<http_endpoint::state> st) {
     }
     std::optional<http_answer> a;
     try {
-      a = co_await answer(self, st, con ? &*con : nullptr, r);
+      a = answer(self, st, con ? &*con : nullptr, r);
     } catch (const std::exception& e) {
       a = http_answer{500, "text/plain; charset=utf-8", std::string("beamlet: ") + e.what() + "\n"};
     }

@@ -64,6 +64,9 @@ struct http_endpoint::state {
       streams;  // I/O thread
 
   std::atomic<std::size_t> open{0}, queued_now{0};
+  /// The console's helper processes running now (http_endpoint.cpp: spawn_helper); shared
+  /// with them, as they may outlive the endpoint.
+  std::shared_ptr<std::atomic<int>> console_helpers = std::make_shared<std::atomic<int>>(0);
   std::atomic<std::uint64_t> connections{0}, requests{0}, answers{0}, rejected{0},
       rejected_per_peer{0}, timeouts{0}, bad{0}, accept_errors{0}, slow_closed{0};
 

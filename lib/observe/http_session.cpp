@@ -163,7 +163,24 @@ void http_session::on_read(const boost::system::error_code& ec) {
     return;
   }
   try {
-    if (console && !head && !post && path == "/console/api/events") {
+    if (console && !post && path == "/console/api/events") {
+      if (head) {
+        write(http_answer{405, text_type, "beamlet: the event stream is a GET\n"}, version, false);
+        return;
+      }
+      // Streams stay open: a few per address, a share of all connections, so that streams
+      // can never take every connection from a scrape.
+      const std::size_t all = std::max<std::size_t>(1, st_->opts.max_connections / 8);
+      const std::size_t mine = std::max<std::size_t>(1, st_->opts.max_connections_per_peer / 4);
+      std::size_t from_peer = 0;
+      for (const auto& [p, s] : st_->streams) from_peer += s->peer_ == peer_ ? 1 : 0;
+      if (st_->streams.size() >= all || from_peer >= mine) {
+        st_->rejected.fetch_add(1, std::memory_order_relaxed);
+        keep_alive_ = false;
+        write(http_answer{503, text_type, "beamlet: too many event streams open\n"}, version,
+              false);
+        return;
+      }
       start_stream();
       return;
     }
@@ -192,8 +209,9 @@ void http_session::start_stream() {
   streaming_ = true;
   keep_alive_ = false;
   st_->streams.emplace(this, shared_from_this());
-  // No timeout applies from here on: a stream is idle between events by design, and a client
-  // that stops reading is cut off by stream_limit instead.
+  // Idle between events by design, so no timeout while it waits; each write must finish
+  // within request_timeout (a client that stops reading is cut off once the kernel's buffers
+  // are full), and stream_limit bounds what waits behind it.
   impl_->stream.expires_never();
   push_event(std::make_shared<const std::string>(
       "HTTP/1.1 200 OK\r\nServer: beamlet\r\nContent-Type: text/event-stream\r\n"
@@ -219,9 +237,11 @@ void http_session::push_event(std::shared_ptr<const std::string> event) {
 void http_session::write_event() {
   stream_writing_ = true;
   const std::shared_ptr<const std::string>& e = events_.front();
-  net::async_write(impl_->stream.socket(), net::buffer(*e),
+  impl_->stream.expires_after(st_->opts.request_timeout);
+  net::async_write(impl_->stream, net::buffer(*e),
                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
                      self->stream_writing_ = false;
+                     self->impl_->stream.expires_never();
                      self->stream_bytes_ -= self->events_.front()->size();
                      self->events_.pop_front();
                      if (ec) {

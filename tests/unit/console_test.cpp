@@ -218,6 +218,8 @@ TEST(Console, SourcesAreCheckedAndReplaced) {
 TEST(Console, GaugesAreSampled) {
   runtime rt;
   EXPECT_THROW(add_console_gauge(rt, "broken", nullptr), std::invalid_argument);
+  EXPECT_THROW(add_console_gauge(rt, "", [] { return std::int64_t{1}; }), std::invalid_argument);
+  EXPECT_THROW(add_console_gauge(rt, "a b", [] { return std::int64_t{1}; }), std::invalid_argument);
   add_console_gauge(rt, "widgets", [] { return std::int64_t{41}; });
   add_console_gauge(rt, "widgets", [] { return std::int64_t{42}; });  // replaced
   add_console_gauge(rt, "failing", []() -> std::int64_t { throw std::runtime_error("no"); });

@@ -99,11 +99,12 @@ view fetch(const options& o, int rows) {
 }
 
 std::string grouped(double v) {
-  std::string digits = std::to_string(static_cast<long long>(v));
-  std::string out;
-  const std::size_t lead = digits.size() % 3;
+  const long long n = static_cast<long long>(v);
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
   for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (i - lead) % 3 == 0 && digits[0] != '-') out += ',';
+    // A comma before each group of three counted from the right.
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
     out += digits[i];
   }
   return out;

@@ -250,7 +250,8 @@ void remove_console_source(runtime& rt, std::string_view name);
 /// A count the console's overview shows beside its own (processes, timers...), read by each
 /// console at each sample, so `read` must be cheap and must not block: beamlet/net adds `ports`
 /// (its sockets and listeners open), beamlet/dist `nodes` (connected nodes, while a node
-/// runs). Adding a name again replaces it; a null `read` is std::invalid_argument.
+/// runs). Adding a name again replaces it; a name other than letters, digits and '_', or a
+/// null `read`, is std::invalid_argument.
 /// Thread-safe.
 void add_console_gauge(runtime& rt, std::string name, std::function<std::int64_t()> read);
 /// The same, from the runtime's internal core (the layers' own use).

@@ -372,7 +372,9 @@
     view.replaceChildren(el("div", { id: "nodes" }, el("p", { class: "muted" }, "Loading…")),
       el("div", { id: "node" }));
     loadNodes(name);
-    every(5000, () => loadNodes(name));
+    // The list refreshes; a node's processes are read on demand (each look walks every process
+    // of that node).
+    every(5000, () => loadNodes(null));
   }
   async function loadNodes(name) {
     const g = generation;
@@ -404,7 +406,8 @@
     if (g !== generation) return;
     if (!r.ok) { box.replaceChildren(el("h2", {}, name), el("p", { class: "result bad", id: "node-error" }, (await r.text()).trim())); return; }
     const d = await r.json();
-    box.replaceChildren(el("h2", {}, name + ": ", el("span", { id: "node-count" }, fmt(d.processes)), " processes"),
+    box.replaceChildren(el("h2", {}, name + ": ", el("span", { id: "node-count" }, fmt(d.processes)), " processes ",
+        el("button", { id: "node-refresh", onclick: () => loadNode(name) }, "read again")),
       el("table", { id: "node-top" },
         el("thead", {}, el("tr", {}, ...["pid", "name", "current function", "queue", "memory", "reductions"].map((h) => el("th", {}, h)))),
         el("tbody", {}, ...d.top.map((p) => el("tr", { "data-pid": p.pid }, el("td", {}, p.pid), el("td", {}, p.registered_name),
@@ -415,7 +418,8 @@
 
   // -- routing --------------------------------------------------------------------------------
   function route() {
-    const h = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
+    let h = location.hash.replace(/^#\/?/, "");
+    try { h = decodeURIComponent(h); } catch (e) { /* a malformed fragment: taken as written */ }
     if (h.startsWith("process/")) return { name: "process", arg: h.slice(8) };
     if (h.startsWith("nodes/")) return { name: "nodes", arg: h.slice(6) };
     if (["processes", "tree", "alarms", "nodes"].includes(h)) return { name: h };
