@@ -234,7 +234,7 @@ class http_endpoint {
 start_function http_endpoint_start(http_endpoint_options opts = {});
 
 /// A part of the console that another layer or the application supplies: it answers the GETs
-/// of /console/api/<name>, each in a process of its own (spawned by the endpoint's process), so
+/// of `/console/api/NAME`, each in a process of its own (spawned by the endpoint's process), so
 /// it may wait, on a call or an rpc to another node, without holding up the endpoint. It gets
 /// the query string (without its '?'); an exception becomes a 500 answer with its message.
 /// beamlet/dist adds the console's Nodes view this way while a node runs.

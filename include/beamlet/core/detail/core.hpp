@@ -159,7 +159,7 @@ std::vector<process_sample> sample_processes(runtime_core& rt);
 /// particular order (for a view that keeps a few of a million).
 void visit_processes(runtime_core& rt, const std::function<void(const process_sample&)>& f);
 /// The kernel's thread ids (gettid) of the runtime's scheduler threads, by scheduler index
-/// (0 for one not started yet): where /proc/self/task/<tid> reads their CPU time.
+/// (0 for one not started yet): where `/proc/self/task/TID` reads their CPU time.
 std::vector<int> scheduler_threads(runtime_core& rt);
 /// Every registered name and its pid, sorted by name.
 std::vector<std::pair<std::string, pid>> registered_processes(runtime_core& rt);
