@@ -83,11 +83,17 @@ namespace detail {
 
 std::vector<std::pair<std::string, std::int64_t>> read_console_gauges(runtime_core& rt) {
   auto& s = extension<console_sources>(rt);
+  // Copied, then read without the lock: a gauge may look up an extension (the node's `nodes`
+  // does), whose creation may be adding a gauge, with the extensions' lock held, right now.
+  std::vector<std::pair<std::string, std::function<std::int64_t()>>> gauges;
+  {
+    std::lock_guard lock(s.mu);
+    gauges.assign(s.gauges.begin(), s.gauges.end());
+  }
   std::vector<std::pair<std::string, std::int64_t>> out;
-  std::lock_guard lock(s.mu);
-  for (const auto& [name, read] : s.gauges) {
+  for (auto& [name, read] : gauges) {
     try {
-      out.emplace_back(name, read());
+      out.emplace_back(std::move(name), read());
     } catch (...) {
       // A gauge that fails this time is left out of this sample.
     }
