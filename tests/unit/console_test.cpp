@@ -78,8 +78,7 @@ std::string arg(pid p) {
 
 /// The console subscribes from the endpoint's process, once it runs: wait for that.
 pid wait_for_subscriber(runtime& rt) {
-  for (int i = 0; i < 500 && !system_monitor(rt).subscriber; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  (void)eventually([&] { return static_cast<bool>(system_monitor(rt).subscriber); });
   return system_monitor(rt).subscriber;
 }
 
