@@ -227,9 +227,9 @@ void write_json(std::string& out, const json_value& v) {
       out += '{';
       for (std::size_t i = 0; i < v.members.size(); ++i) {
         if (i > 0) out += ',';
-        write_string(out, v.members[i].first);
+        write_string(out, v.members[i].key);
         out += ':';
-        write_json(out, v.members[i].second);
+        write_json(out, v.members[i].value);
       }
       out += '}';
       break;

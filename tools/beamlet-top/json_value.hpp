@@ -13,14 +13,16 @@
 
 namespace beamlet_top {
 
+struct json_member;
+
 struct json_value {
   enum class kind : std::uint8_t { null, boolean, number, string, array, object };
   kind type = kind::null;
   bool boolean = false;
   double number = 0;
   std::string text;
-  std::vector<json_value> items;                            // array
-  std::vector<std::pair<std::string, json_value>> members;  // object, in order
+  std::vector<json_value> items;     // array
+  std::vector<json_member> members;  // object, in order
 
   /// The member `key` of an object, or nullptr.
   const json_value* find(std::string_view key) const;
@@ -28,6 +30,14 @@ struct json_value {
   double num(std::string_view key) const;
   /// The member `key` as a string ("" when absent or not a string).
   std::string str(std::string_view key) const;
+};
+
+// A named type rather than std::pair: a pair of an incomplete json_value is ill-formed (libstdc++
+// under clang rejects it), while a vector of a type completed before its use is fine.
+struct json_member {
+  json_member(std::string k, json_value v) : key(std::move(k)), value(std::move(v)) {}
+  std::string key;
+  json_value value;
 };
 
 /// Parses one JSON document; throws std::runtime_error when it is not one.

@@ -273,8 +273,8 @@ int once(const options& o) {
   json_value out;
   out.type = json_value::kind::object;
   out.members.emplace_back("endpoint", json_value{});
-  out.members.back().second.type = json_value::kind::string;
-  out.members.back().second.text = o.host + ":" + o.port;
+  out.members.back().value.type = json_value::kind::string;
+  out.members.back().value.text = o.host + ":" + o.port;
   out.members.emplace_back("sample", v.sample);
   for (const char* key : {"sort", "order", "offset", "total", "processes"})
     if (const json_value* x = v.page.find(key)) out.members.emplace_back(key, *x);
