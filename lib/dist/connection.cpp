@@ -33,7 +33,7 @@ void connection::apply(out_command& c) {
     if (auto it = streams_.find(c.local); it != streams_.end()) {
       // Its sender has a large message under way: this follows its last fragment. (An exempt
       // large message is counted in outbox::large, not toward busy.)
-      if (!c.exempt) held_bytes_ += c.bytes.size();
+      if (!c.exempt) held_bytes_ += c.size();
       it->second.held.push_back(std::move(c));
       return;
     }
@@ -47,7 +47,7 @@ void connection::apply(out_command& c) {
 
 void connection::perform(out_command& c) {
   using k = out_command::kind;
-  if (c.large) large_done(c.local, c.exempt ? c.bytes.size() : 0);  // written whole
+  if (c.large) large_done(c.local, c.exempt ? c.size() : 0);  // written whole
   if (c.what != k::down && c.remote && !current(c.remote)) {
     // A pid of an earlier incarnation of the peer: that process is dead.
     if (c.what == k::link)
@@ -83,7 +83,10 @@ void connection::perform(out_command& c) {
       return;
     }
   }
-  wbuf_ += c.bytes;
+  if (c.splices.empty())
+    wbuf_ += c.bytes;
+  else
+    append_spliced(wbuf_, c.bytes, c.splices, 0, c.size());
 }
 
 void connection::take_outbox() {
@@ -115,12 +118,14 @@ void connection::take_outbox() {
 void connection::begin_fragments(sender_stream& s, out_command&& c) {
   constexpr std::size_t head = 4 + sizeof whole_header;  // what a fragment does not repeat
   const std::size_t size = node_.opts.fragment_size;
+  s.total = c.size();
   s.packet = std::move(c.bytes);
+  s.splices = std::move(c.splices);
   s.next = head;
   s.sequence = ++sequences_;
-  s.left = (s.packet.size() - head + size - 1) / size;
+  s.left = (s.total - head + size - 1) / size;
   s.exempt = c.exempt;
-  if (!s.exempt) held_bytes_ += s.packet.size();
+  if (!s.exempt) held_bytes_ += s.total;
 }
 
 void connection::write_fragments() {
@@ -128,7 +133,7 @@ void connection::write_fragments() {
   for (auto it = streams_.begin(); it != streams_.end();) {
     sender_stream& s = it->second;
     const bool first = s.next == 4 + sizeof whole_header;
-    const std::size_t n = std::min(size, s.packet.size() - s.next);
+    const std::size_t n = std::min(size, s.total - s.next);
     const std::size_t start = wbuf_.size();
     wbuf_.append(4, '\0');
     wbuf_ += '\x83';
@@ -136,16 +141,20 @@ void connection::write_fragments() {
     put64(wbuf_, s.sequence);
     put64(wbuf_, s.left);
     if (first) wbuf_ += '\0';  // no atom-cache references
-    wbuf_.append(s.packet, s.next, n);
+    if (s.splices.empty())
+      wbuf_.append(s.packet, s.next, n);
+    else
+      append_spliced(wbuf_, s.packet, s.splices, s.next, n);  // from the sender's binaries
     end_packet(wbuf_, start);
     s.next += n;
     if (--s.left != 0) {
       ++it;
       continue;
     }
-    if (!s.exempt) held_bytes_ -= s.packet.size();
-    large_done(it->first, s.exempt ? s.packet.size() : 0);
+    if (!s.exempt) held_bytes_ -= s.total;
+    large_done(it->first, s.exempt ? s.total : 0);
     std::string().swap(s.packet);
+    s.splices.clear();
     it = release_held(s) ? std::next(it) : streams_.erase(it);
   }
 }
@@ -154,7 +163,7 @@ bool connection::release_held(sender_stream& s) {
   while (!s.held.empty()) {
     out_command c = std::move(s.held.front());
     s.held.pop_front();
-    if (!c.exempt) held_bytes_ -= c.bytes.size();
+    if (!c.exempt) held_bytes_ -= c.size();
     if (c.large && fragmenting()) {
       begin_fragments(s, std::move(c));
       return true;
@@ -286,6 +295,14 @@ task<std::string> connection::run() {
   }
 }
 
+namespace {
+/// A packet that holds a whole message (not a fragment of one).
+bool whole_message(std::string_view p) {
+  const std::optional<data_header> h = parse_data_header(p);
+  return h && (h->kind == data_header::form::whole || h->kind == data_header::form::pass_through);
+}
+}  // namespace
+
 bool connection::dispatch(std::string&& data) {
   if (rbuf_.empty())
     rbuf_.swap(data);  // the common case: the chunk holds whole packets
@@ -306,21 +323,37 @@ bool connection::dispatch(std::string&& data) {
       refuse("a packet that is not a pass-through data packet");
       return false;
     }
-    if (r == cut_result::data) ok = packet(p);
+    if (r != cut_result::data) continue;
+    if (p.size() < in_place_packet || rbuf_.size() > 2 * p.size() || !whole_message(p)) {
+      ok = packet(p);
+      continue;
+    }
+    // A large message, not a fragment, that is most of the buffer: the buffer becomes a
+    // binary (its characters stay where they are), and the message's binaries refer to it
+    // instead of being copied. What follows the packet goes back to rbuf_ (less than the
+    // packet).
+    const std::size_t start = static_cast<std::size_t>(p.data() - rbuf_.data());
+    const binary whole(std::move(rbuf_));
+    rbuf_.assign(whole.bytes().substr(pos));
+    pos = 0;
+    ok = packet(whole.bytes().substr(start, p.size()), &whole, start);
   }
   rbuf_.erase(0, pos);
   return ok;
 }
 
-bool connection::packet(std::string_view p) {
+bool connection::packet(std::string_view p, const binary* buffer, std::size_t start) {
   const std::optional<data_header> h = parse_data_header(p);
   if (!h) {
     refuse("a packet with a malformed distribution header");
     return false;
   }
   using form = data_header::form;
-  if (h->kind == form::pass_through || h->kind == form::whole)
-    return terms(p, h->body, h->kind == form::pass_through);
+  if (h->kind == form::pass_through || h->kind == form::whole) {
+    if (buffer == nullptr) return terms(p, h->body, h->kind == form::pass_through);
+    const binary own = buffer->sub(start, p.size());
+    return terms(own.bytes(), h->body, h->kind == form::pass_through, &own);
+  }
   std::string whole;
   std::string why;
   const std::string_view piece = p.substr(h->body);
@@ -331,10 +364,13 @@ bool connection::packet(std::string_view p) {
     refuse(why);
     return false;
   }
-  return s == fragment_assembler::status::pending || terms(whole, 0, false);
+  if (s == fragment_assembler::status::pending) return true;
+  // The reassembled message is a buffer of its own: its binaries refer to it in place.
+  const binary message(std::move(whole));
+  return terms(message.bytes(), 0, false, &message);
 }
 
-bool connection::terms(std::string_view p, std::size_t at, bool versioned) {
+bool connection::terms(std::string_view p, std::size_t at, bool versioned, const binary* source) {
   const decode_limits& limits = node_.opts.limits;
   // The hot path: SEND {2, Unused, To} is taken apart without building the control tuple.
   static constexpr char send_head[] = {'\x68', '\x03', '\x61', '\x02'};
@@ -345,7 +381,7 @@ bool connection::terms(std::string_view p, std::size_t at, bool versioned) {
     auto unused = decode_counting(p, fast, &me_, false, limits, &foreign_budget_);
     auto to = unused ? decode_counting(p, fast, &me_, false, limits, &foreign_budget_) : unused;
     if (to && to->is_pid() && fast < p.size()) {
-      auto msg = decode_counting(p, fast, &me_, versioned, limits, &foreign_budget_);
+      auto msg = decode_counting(p, fast, &me_, versioned, limits, &foreign_budget_, source);
       if (!msg || fast != p.size()) {
         refuse("a malformed message: " + (msg ? std::string("bytes after it") : msg.error()));
         return false;
@@ -362,7 +398,7 @@ bool connection::terms(std::string_view p, std::size_t at, bool versioned) {
   }
   std::optional<term> msg;
   if (at < p.size()) {
-    auto mt = decode_counting(p, at, &me_, versioned, limits, &foreign_budget_);
+    auto mt = decode_counting(p, at, &me_, versioned, limits, &foreign_budget_, source);
     if (!mt || at != p.size()) {
       refuse("a malformed message: " + (mt ? std::string("bytes after it") : mt.error()));
       return false;

@@ -42,6 +42,10 @@ class connection {
   /// Fragmented messages a peer may have under way at once (OTP has one per sending process;
   /// past this the peer is taken for a hostile one).
   static constexpr std::size_t max_fragmented = 1024;
+  /// A packet at least this large, and at least half of the read buffer, is decoded in place:
+  /// its binaries share the buffer rather than copy it. Smaller packets are copied out of the
+  /// read buffer, so that a message kept by a process does not keep a whole read chunk.
+  static constexpr std::size_t in_place_packet = 64u << 10;
 
   ~connection();
   connection(const connection&) = delete;
@@ -87,10 +91,12 @@ class connection {
   /// Its bookkeeping, and its bytes into wbuf_.
   void perform(out_command& c);
   bool dispatch(std::string&& data);
-  bool packet(std::string_view p);
+  /// One packet; with `buffer` (rbuf_ made a binary, p at `start` in it), decoded in place.
+  bool packet(std::string_view p, const binary* buffer = nullptr, std::size_t start = 0);
   /// The control message (and message) of a whole packet, from `at`; `versioned`: each term
-  /// has its version byte (the pass-through form).
-  bool terms(std::string_view p, std::size_t at, bool versioned);
+  /// has its version byte (the pass-through form). With `source` (a binary of exactly p's
+  /// bytes), the message's large binaries refer to it in place.
+  bool terms(std::string_view p, std::size_t at, bool versioned, const binary* source = nullptr);
   bool control(const term& ct, term* msg);
   void queue_packet(const term& control, const term* msg = nullptr) {
     if (auto r = append_packet(wbuf_, control, msg, me_); !r)
@@ -111,8 +117,10 @@ class connection {
   // -- fragments of large messages --
   /// One sender's large message under way, and what the sender sent after it.
   struct sender_stream {
-    std::string packet;    ///< the whole packet (length and 131 'D' 0 header included)
-    std::size_t next = 0;  ///< where the next fragment's bytes start in `packet`
+    std::string packet;     ///< the whole packet (length and 131 'D' 0 header included)
+    splice_list splices;    ///< its large binaries, left out of `packet`
+    std::size_t total = 0;  ///< the packet's size, splices included
+    std::size_t next = 0;   ///< where the next fragment's bytes start in the packet
     std::uint64_t sequence = 0;
     std::uint64_t left = 0;  ///< fragments still to write
     bool exempt = false;     ///< its bytes are outbox::large, not counted toward busy

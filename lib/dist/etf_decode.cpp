@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "binary_access.hpp"
 #include "etf_tags.hpp"
 #include "node_table.hpp"
 #include "term_access.hpp"
@@ -24,8 +25,8 @@ namespace tag = detail::tag;
 class decoder {
  public:
   decoder(std::string_view in, std::size_t pos, const node_incarnation* self,
-          const decode_limits& limits, std::size_t* new_nodes)
-      : in_(in), pos_(pos), self_(self), limits_(limits), new_nodes_(new_nodes) {}
+          const decode_limits& limits, std::size_t* new_nodes, const binary* source)
+      : in_(in), pos_(pos), self_(self), limits_(limits), new_nodes_(new_nodes), source_(source) {}
 
   /// One whole term into `out`.
   bool any(term& out) {
@@ -159,7 +160,7 @@ class decoder {
       case tag::binary: {
         std::uint32_t n;
         if (!u32(n) || !need(n)) return false;
-        t = term::make_binary(std::string(in_.substr(pos_, n)));
+        t = term(bytes(n, 8));
         pos_ += n;
         return true;
       }
@@ -168,7 +169,7 @@ class decoder {
         std::uint8_t bits;
         if (!u32(n) || !u8(bits) || !need(n)) return false;
         if (bits < 1 || bits > 8 || n == 0) return fail("a bitstring with a bad bit count");
-        t = term(binary{std::string(in_.substr(pos_, n)), bits});
+        t = term(bytes(n, bits));
         pos_ += n;
         return true;
       }
@@ -284,6 +285,14 @@ class decoder {
 
   std::size_t pos() const { return pos_; }
   const std::string& error() const { return error_; }
+
+  /// The binary of the next `n` bytes (checked by need()): in place in source_ when there is
+  /// one and it is large enough, a copy otherwise.
+  binary bytes(std::size_t n, std::uint8_t last_bits) {
+    if (source_ != nullptr && n >= decode_in_place_min)
+      return detail::binary_access::view(*source_, pos_, n, last_bits);
+    return detail::binary_access::copy(in_.substr(pos_, n), last_bits);
+  }
 
   bool u8(std::uint8_t& v) {
     if (!need(1)) return false;
@@ -439,6 +448,7 @@ class decoder {
   const node_incarnation* self_;
   const decode_limits& limits_;
   std::size_t* new_nodes_;  // what the connection may still introduce (null: unbounded)
+  const binary* source_;    // the binary in_ is the bytes of, for binaries in place (or null)
   std::size_t terms_ = 0;
   std::string error_;
   detail::small_stack<frame, 16> stack_;
@@ -449,9 +459,10 @@ class decoder {
 namespace detail {
 expected<term, std::string> decode_counting(std::string_view in, std::size_t& pos,
                                             const node_incarnation* self, bool versioned,
-                                            const decode_limits& limits, std::size_t* new_nodes) {
+                                            const decode_limits& limits, std::size_t* new_nodes,
+                                            const binary* source) {
   if (pos > in.size()) return unexpected(std::string("decode: position past the end"));
-  decoder d(in, pos, self, limits, new_nodes);
+  decoder d(in, pos, self, limits, new_nodes, source);
   if (versioned) {
     std::uint8_t v = 0;
     if (!d.u8(v) || v != tag::version)
@@ -471,6 +482,19 @@ expected<term, std::string> decode(std::string_view in, std::size_t& pos,
 }
 
 expected<term, std::string> from_binary(std::string_view in, const node_incarnation* self,
+                                        const decode_limits& limits) {
+  std::size_t pos = 0;
+  auto t = decode(in, pos, self, true, limits);
+  if (t && pos != in.size()) return unexpected(std::string("bytes left after the term"));
+  return t;
+}
+
+expected<term, std::string> decode(const binary& in, std::size_t& pos, const node_incarnation* self,
+                                   bool versioned, const decode_limits& limits) {
+  return detail::decode_counting(in.bytes(), pos, self, versioned, limits, nullptr, &in);
+}
+
+expected<term, std::string> from_binary(const binary& in, const node_incarnation* self,
                                         const decode_limits& limits) {
   std::size_t pos = 0;
   auto t = decode(in, pos, self, true, limits);

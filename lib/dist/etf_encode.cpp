@@ -1,6 +1,7 @@
 // ETF encoding: a term into the bytes term_to_binary/1 would make for it.
 #include <beamlet/dist/etf.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "etf_tags.hpp"
 #include "node_table.hpp"
+#include "splice.hpp"
 #include "term_access.hpp"
 #include "utf8.hpp"
 
@@ -49,7 +51,8 @@ std::string printable(std::string_view s) {
 
 class encoder {
  public:
-  encoder(std::string& out, const node_incarnation* self) : out_(out), self_(self) {}
+  encoder(std::string& out, const node_incarnation* self, detail::splice_list* splices = nullptr)
+      : out_(out), self_(self), splices_(splices) {}
 
   bool atom(std::string_view name) {
     // What an Erlang node accepts: valid UTF-8, at most 255 characters. Anything else would
@@ -172,16 +175,15 @@ class encoder {
       }
       case term::type::binary: {
         const binary& b = t.bin();
-        if (b.bytes.size() > UINT32_MAX) return fail("binary too large");
-        if (b.last_bits == 8) {
-          put8(out_, tag::binary);
-        } else {
-          if (b.bytes.empty() || b.last_bits == 0) return fail("bitstring without its last byte");
-          put8(out_, tag::bit_binary);
-        }
-        put32(out_, static_cast<std::uint32_t>(b.bytes.size()));
-        if (b.last_bits != 8) put8(out_, b.last_bits);
-        out_.append(b.bytes);
+        if (b.size() > UINT32_MAX) return fail("binary too large");
+        // (A bitstring always has its last byte: the binary's constructors check.)
+        put8(out_, b.is_bitstring() ? tag::bit_binary : tag::binary);
+        put32(out_, static_cast<std::uint32_t>(b.size()));
+        if (b.is_bitstring()) put8(out_, b.last_bits());
+        if (splices_ != nullptr && b.size() >= detail::splice_min)
+          splices_->push_back({out_.size(), b});  // written from b when the packet is
+        else
+          out_.append(b.bytes());
         return true;
       }
       case term::type::list: {
@@ -250,6 +252,7 @@ class encoder {
 
   std::string& out_;
   const node_incarnation* self_;
+  detail::splice_list* splices_;
   std::string error_;
 };
 
@@ -266,6 +269,48 @@ expected<void, std::string> encode(const term& t, std::string& out, const node_i
   }
   return {};
 }
+
+namespace detail {
+
+expected<void, std::string> encode_spliced(const term& t, std::string& out,
+                                           const node_incarnation* self, splice_list& splices) {
+  const std::size_t start = out.size();
+  const std::size_t count = splices.size();
+  encoder e(out, self, &splices);
+  if (!e.any(t)) {
+    out.resize(start);
+    splices.resize(count);
+    return unexpected(e.error());
+  }
+  return {};
+}
+
+void append_spliced(std::string& out, std::string_view bytes, const splice_list& splices,
+                    std::size_t from, std::size_t n) {
+  // Walk the packet's pieces (bytes between splices, then a splice's binary) in order,
+  // copying what overlaps [from, from + n).
+  std::size_t pos = 0;   // position in the packet
+  std::size_t done = 0;  // of bytes
+  const auto piece = [&](std::string_view p) {
+    if (n != 0 && from < pos + p.size()) {
+      const std::size_t skip = from > pos ? from - pos : 0;
+      const std::size_t take = std::min(n, p.size() - skip);
+      out.append(p.data() + skip, take);
+      from += take;
+      n -= take;
+    }
+    pos += p.size();
+  };
+  for (const splice& s : splices) {
+    piece(bytes.substr(done, s.at - done));
+    done = s.at;
+    piece(s.bin.bytes());
+    if (n == 0) return;
+  }
+  piece(bytes.substr(done));
+}
+
+}  // namespace detail
 
 expected<std::string, std::string> to_binary(const term& t, const node_incarnation* self) {
   std::string out;

@@ -52,7 +52,8 @@ core::send_status node_state::send(pid to, core::message_node* n) noexcept {
     const node_incarnation* node = node_entry(to.node_slot());
     if (node == nullptr) return core::send_status::no_process;
     // The hot path: SEND's control tuple {2, '', To} written directly, then the message, into
-    // this thread's scratch buffer; the outbox takes a copy of the bytes.
+    // this thread's scratch buffer; the outbox takes a copy of the bytes. Large binaries are
+    // left out (splice.hpp): the connection writes them from the message's own binaries.
     thread_local std::string scratch;
     scratch.clear();
     scratch.append(4, '\0');
@@ -60,15 +61,25 @@ core::send_status node_state::send(pid to, core::message_node* n) noexcept {
     static constexpr char send_head[] = {'\x68', '\x03', '\x61', '\x02', '\x77', '\x00'};
     scratch.append(send_head, sizeof send_head);
     auto r = encode(term(to), scratch, &self, false);
-    if (r) r = add_message(scratch, *t, self);
+    splice_list splices;
+    if (r) r = encode_spliced(*t, scratch, &self, splices);
     if (!r) {
       // Refused here rather than sent: the peer would drop the whole connection over it.
       log(log_level::error, "distribution: a message to " + to.to_string() +
                                 " cannot be encoded, so it is not sent: " + r.error());
       return core::send_status::refused;
     }
-    end_packet(scratch, 0);
-    const bool posted = post_bytes(node->name, scratch);
+    end_packet(scratch, 0, spliced_size(splices));
+    bool posted = false;
+    if (splices.empty()) {
+      posted = post_bytes(node->name, scratch);
+    } else {
+      out_command c;
+      c.local = core::acting_process(*rt_);  // what orders it among the sender's signals
+      c.bytes = scratch;
+      c.splices = std::move(splices);
+      posted = post(node->name, std::move(c), /*message=*/true);
+    }
     // A large message leaves no large buffer behind it on this thread.
     if (scratch.capacity() > (std::size_t{1} << 20)) std::string().swap(scratch);
     return posted ? core::send_status::queued : core::send_status::no_process;
@@ -99,7 +110,7 @@ void node_state::send_named(pid from, std::string_view name, std::string_view no
     c.local = from;  // what orders it among from's signals
     const term control =
         term::make_tuple({term(ctl::reg_send), term(from), atom_of(""), atom_of(name)});
-    if (auto r = append_packet(c.bytes, control, &*t, self))
+    if (auto r = append_packet(c.bytes, control, &*t, self, &c.splices))
       post(target, std::move(c), /*message=*/true);
     else
       log(log_level::error, "distribution: a message to {" + std::string(name) + ", " + target +

@@ -117,7 +117,8 @@ node_state::deposited node_state::deposit(outbox& box, pid conn, std::string_vie
   if (box.closed) return deposited::no;
   // A packet is its 4-byte length, the distribution header (131 'D' 0) and the terms.
   constexpr std::size_t head = 4 + sizeof whole_header;
-  const std::size_t size = bytes.size();  // (bytes may be moved from below)
+  // (bytes may be moved from below; a command's splices count as its bytes do)
+  const std::size_t size = cmd != nullptr ? cmd->size() : bytes.size();
   const bool large = opts.fragment_size != 0 && size > head + opts.fragment_size;
   if (cmd == nullptr && !large && box.fragmenting.empty()) {
     box.bytes.append(bytes);  // the common case: no sender to keep behind fragments
@@ -214,8 +215,8 @@ bool node_state::deposit_to(std::string_view node, std::string_view bytes, out_c
 }
 
 bool node_state::post(std::string_view node, out_command&& cmd, bool message) {
-  // A plain packet needs no bookkeeping: it joins the bytes.
-  const bool plain = cmd.what == out_command::kind::packet;
+  // A plain packet needs no bookkeeping: it joins the bytes (one with splices is kept whole).
+  const bool plain = cmd.what == out_command::kind::packet && cmd.splices.empty();
   return deposit_to(node, cmd.bytes, plain ? nullptr : &cmd, message, cmd.local,
                     plain ? &cmd.bytes : nullptr);
 }

@@ -51,12 +51,16 @@ struct out_command {
   std::string name;  ///< a monitor by name: the name
   exit_reason reason;
   std::string bytes;
+  /// The message's large binaries, left out of `bytes` (splice.hpp).
+  splice_list splices;
   /// Larger than node_options::fragment_size: written in fragments to a peer that speaks
   /// them. What `local` sends after it waits for its last fragment.
   bool large = false;
   /// Large, and its sender is paused until it is written (outbox::fragmenting): its bytes are
   /// bounded by that pause, so they do not count toward busy (outbox::large instead).
   bool exempt = false;
+  /// The packet's size: its bytes and its splices.
+  std::size_t size() const noexcept { return bytes.size() + spliced_size(splices); }
 };
 
 /// What local processes have for one connection, in the order they did it: packets ready to

@@ -27,10 +27,13 @@ std::uint32_t intern_held(std::string_view name, std::uint32_t creation, std::si
 std::uint32_t intern_pinned(std::string_view name, std::uint32_t creation);
 
 /// decode(), with a budget of new node incarnations the input may introduce (each pid of a node
-/// not yet in the table takes one; an input that needs more fails). Null: unbounded.
+/// not yet in the table takes one; an input that needs more fails). Null: unbounded. With
+/// `source` (a binary whose bytes are `in`), binaries of at least decode_in_place_min bytes are
+/// sub-binaries of it.
 expected<term, std::string> decode_counting(std::string_view in, std::size_t& pos,
                                             const node_incarnation* self, bool versioned,
-                                            const decode_limits& limits, std::size_t* new_nodes);
+                                            const decode_limits& limits, std::size_t* new_nodes,
+                                            const binary* source = nullptr);
 
 }  // namespace dist::detail
 BEAMLET_END_PRIVATE_NAMESPACE

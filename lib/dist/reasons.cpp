@@ -66,7 +66,7 @@ exit_reason reason_from_term(const term& t) {
     return exit_reason::shutdown(t[1].to_string()).with_value(t);
   if (t.is_tuple() && t.size() == 3 && t[0].is_atom("exception") && t[1].is_atom() &&
       t[2].is_binary())
-    return exit_reason::exception(t[1].atom_name(), t[2].bin().bytes).with_value(t);
+    return exit_reason::exception(t[1].atom_name(), t[2].bin().str()).with_value(t);
   return exit_reason::error(t.to_string()).with_value(t);
 }
 

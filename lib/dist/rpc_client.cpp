@@ -47,7 +47,7 @@ term run_rpc(const std::optional<rpc_function>& f, const term& module, const ter
 
 /// The text of an io request's characters, when it carries them as data.
 std::optional<std::string> chars_of(const term& t) {
-  if (t.is_binary()) return t.bin().bytes;
+  if (t.is_binary()) return t.bin().str();
   if (auto s = from_term<std::string>(t)) return s;
   return std::nullopt;
 }

@@ -287,8 +287,8 @@ bool operator==(const term& a, const term& b) {
 
 std::optional<std::string> term_traits<std::string>::from_term(const term& t) {
   if (t.is_binary()) {
-    if (t.bin().last_bits != 8) return std::nullopt;
-    return t.bin().bytes;
+    if (t.bin().is_bitstring()) return std::nullopt;
+    return t.bin().str();
   }
   if (!t.is_list() || t.tail() != nullptr) return std::nullopt;
   std::string out;
@@ -352,19 +352,19 @@ bool print_whole(std::string& out, const term& t) {
     case term::type::binary: {
       const binary& b = t.bin();
       out += "<<";
-      const std::size_t whole = b.last_bits == 8 ? b.bytes.size() : b.bytes.size() - 1;
-      const std::string_view body(b.bytes.data(), whole);
-      if (b.last_bits == 8 && !body.empty() && printable_text(body)) {
+      const std::size_t whole = b.last_bits() == 8 ? b.bytes().size() : b.bytes().size() - 1;
+      const std::string_view body(b.bytes().data(), whole);
+      if (b.last_bits() == 8 && !body.empty() && printable_text(body)) {
         beamlet::detail::append_erlang_string(out, body);
       } else {
         for (std::size_t i = 0; i < whole; ++i) {
           if (i != 0) out.push_back(',');
-          out += std::to_string(static_cast<unsigned char>(b.bytes[i]));
+          out += std::to_string(static_cast<unsigned char>(b.bytes()[i]));
         }
-        if (b.last_bits != 8) {
+        if (b.last_bits() != 8) {
           if (whole != 0) out.push_back(',');
-          const unsigned v = static_cast<unsigned char>(b.bytes.back()) >> (8 - b.last_bits);
-          out += std::to_string(v) + ":" + std::to_string(b.last_bits);
+          const unsigned v = static_cast<unsigned char>(b.bytes().back()) >> (8 - b.last_bits());
+          out += std::to_string(v) + ":" + std::to_string(b.last_bits());
         }
       }
       out += ">>";

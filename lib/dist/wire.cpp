@@ -175,13 +175,8 @@ std::optional<std::string> to_pass_through(std::string_view stream, const node_i
   return out;
 }
 
-expected<void, std::string> add_message(std::string& out, const term& message,
-                                        const node_incarnation& self) {
-  return encode(message, out, &self, false);
-}
-
-void end_packet(std::string& out, std::size_t start) {
-  const auto len = static_cast<std::uint32_t>(out.size() - start - 4);
+void end_packet(std::string& out, std::size_t start, std::size_t spliced) {
+  const auto len = static_cast<std::uint32_t>(out.size() - start - 4 + spliced);
   out[start] = static_cast<char>(len >> 24);
   out[start + 1] = static_cast<char>(len >> 16);
   out[start + 2] = static_cast<char>(len >> 8);
@@ -189,17 +184,21 @@ void end_packet(std::string& out, std::size_t start) {
 }
 
 expected<void, std::string> append_packet(std::string& out, const term& control,
-                                          const term* message, const node_incarnation& self) {
+                                          const term* message, const node_incarnation& self,
+                                          splice_list* splices) {
   const std::size_t start = out.size();
+  const std::size_t before = splices != nullptr ? spliced_size(*splices) : 0;
   out.append(4, '\0');
   out.append(whole_header, sizeof whole_header);
   auto r = encode(control, out, &self, false);
-  if (r && message != nullptr) r = encode(*message, out, &self, false);
+  if (r && message != nullptr)
+    r = splices != nullptr ? encode_spliced(*message, out, &self, *splices)
+                           : encode(*message, out, &self, false);
   if (!r) {
     out.resize(start);
     return r;
   }
-  end_packet(out, start);
+  end_packet(out, start, splices != nullptr ? spliced_size(*splices) - before : 0);
   return {};
 }
 

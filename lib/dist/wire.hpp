@@ -16,6 +16,8 @@
 #include <beamlet/dist/etf.hpp>
 #include <beamlet/dist/term.hpp>
 
+#include "splice.hpp"
+
 BEAMLET_BEGIN_PRIVATE_NAMESPACE
 namespace dist::detail {
 
@@ -160,17 +162,16 @@ std::string digest(std::string_view cookie, std::uint32_t challenge);
 /// The distribution header of a whole message: 131, 'D', no atom-cache references.
 inline constexpr char whole_header[] = {'\x83', 'D', '\0'};
 
-/// Appends the message (ETF without its version byte, after a distribution header); why it
-/// cannot be encoded, if it cannot.
-expected<void, std::string> add_message(std::string& out, const term& message,
-                                        const node_incarnation& self);
-/// Writes the length of the packet that starts at `start`.
-void end_packet(std::string& out, std::size_t start);
+/// Writes the length of the packet that starts at `start`, `spliced` bytes (splice.hpp) not in
+/// `out` included.
+void end_packet(std::string& out, std::size_t start, std::size_t spliced = 0);
 
 /// A whole data packet (control and optional message) appended to `out`; when a term cannot be
-/// encoded, nothing is appended and the error says why.
+/// encoded, nothing is appended and the error says why. With `splices`, the message's large
+/// binaries are noted there instead of copied into `out`.
 expected<void, std::string> append_packet(std::string& out, const term& control,
-                                          const term* message, const node_incarnation& self);
+                                          const term* message, const node_incarnation& self,
+                                          splice_list* splices = nullptr);
 
 /// A local ref as a reference term of this node (three words, as OTP makes them).
 term ref_term(std::uint64_t ref, const node_incarnation& self);

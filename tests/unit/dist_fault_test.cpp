@@ -108,7 +108,7 @@ TEST(DistFaults, AMessageInFragmentsArrivesWholeAndAPeerWithoutThemGetsThePassTh
   auto m = sink.receive(on<dist::term>(), after(5s));
   ASSERT_TRUE(m) << "the fragmented message never arrived";
   ASSERT_TRUE(m.get<dist::term>().is_binary());
-  const std::string& b = m.get<dist::term>().bin().bytes;
+  const std::string_view b = m.get<dist::term>().bin().bytes();
   ASSERT_EQ(b.size(), 100000u);
   for (std::size_t i = 0; i < b.size(); ++i)
     ASSERT_EQ(static_cast<unsigned char>(b[i]), i & 255) << "byte " << i;

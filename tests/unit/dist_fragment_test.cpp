@@ -52,7 +52,7 @@ TEST(DistFragments, ALargeMessageFromErlangArrivesWholeWhileSmallOnesOvertakeIt)
       const term& t = m.get<term>();
       std::lock_guard lock(seen.mu);
       if (t.is_tuple() && t.size() == 2 && t[0].is_atom("big") && t[1].is_binary()) {
-        const std::string& b = t[1].bin().bytes;
+        const std::string_view b = t[1].bin().bytes();
         bool intact = true;
         for (std::size_t i = 0; i < b.size() && intact; ++i)
           intact = static_cast<unsigned char>(b[i]) == (i & 255);

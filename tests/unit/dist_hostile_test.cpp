@@ -154,8 +154,7 @@ TEST_F(hostile_fixture, DeepAndLargeTermsFromErlangArrive) {
         at = &(*at)[0];
       }
       const std::int64_t length = t.is_list() ? static_cast<std::int64_t>(t.size()) : -1;
-      const std::int64_t bytes =
-          t.is_binary() ? static_cast<std::int64_t>(t.bin().bytes.size()) : -1;
+      const std::int64_t bytes = t.is_binary() ? static_cast<std::int64_t>(t.bin().size()) : -1;
       self.send(to,
                 term::make_tuple({term::make_atom("got"), term(depth), term(length), term(bytes)}));
     }

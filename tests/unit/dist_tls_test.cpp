@@ -89,7 +89,7 @@ TEST(DistTls, BeamletAndErlangTalkOverTlsBothWays) {
   EXPECT_EQ(size, term(static_cast<std::int64_t>(big.size()))) << size.to_string();
   const term back = erl.eval(me, "binary:copy(<<\"y\">>, 4194304).");
   ASSERT_TRUE(back.is_binary()) << back.to_string();
-  EXPECT_EQ(back.bin().bytes, std::string(std::size_t{4} << 20, 'y'));
+  EXPECT_EQ(back.bin().bytes(), std::string(std::size_t{4} << 20, 'y'));
 }
 
 TEST(DistTls, TwoBeamletNodesTalkOverTls) {

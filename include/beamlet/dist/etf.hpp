@@ -85,5 +85,17 @@ expected<term, std::string> decode(std::string_view in, std::size_t& pos,
 expected<term, std::string> from_binary(std::string_view in, const node_incarnation* self = nullptr,
                                         const decode_limits& limits = {});
 
+/// Binaries in the result at least this long refer to the input in place when it is a binary.
+inline constexpr std::size_t decode_in_place_min = 64;
+/// decode() of `in`'s bytes, except that each binary of at least decode_in_place_min bytes in
+/// the result is a sub-binary of `in` (sharing its bytes, no copy) rather than a copy. Such a
+/// binary keeps all of `in` alive; copy it (`binary(b.bytes())`) to keep it alone.
+expected<term, std::string> decode(const binary& in, std::size_t& pos,
+                                   const node_incarnation* self = nullptr, bool versioned = true,
+                                   const decode_limits& limits = {});
+/// from_binary() of `in`'s bytes, its binaries in place as decode(const binary&...) makes them.
+expected<term, std::string> from_binary(const binary& in, const node_incarnation* self = nullptr,
+                                        const decode_limits& limits = {});
+
 }  // namespace dist
 BEAMLET_END_NAMESPACE

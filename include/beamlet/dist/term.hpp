@@ -13,11 +13,12 @@
 /// type joins by specializing `term_traits<T>` with `static term to_term(const T&)` and
 /// `static std::optional<T> from_term(const term&)`.
 ///
-/// Values: terms are ordinary values (copyable, comparable with ==, printable in Erlang syntax);
-/// no sharing, no thread-safety beyond that of a std::vector. from_term never throws on a term
-/// of the wrong shape: it returns std::nullopt. Depth costs no stack: copying, comparing,
-/// printing, encoding and destroying a term are iterative, so a list nested a million deep is
-/// as safe as a flat one.
+/// Values: terms are ordinary values (copyable, comparable with ==, printable in Erlang syntax),
+/// with the thread-safety of a std::vector. Binaries are the one part shared: a copy of a term
+/// shares its binaries' bytes (binary.hpp), which never change, so copies are independent.
+/// from_term never throws on a term of the wrong shape: it returns std::nullopt. Depth costs no
+/// stack: copying, comparing, printing, encoding and destroying a term are iterative, so a list
+/// nested a million deep is as safe as a flat one.
 #pragma once
 
 #include <array>
@@ -38,6 +39,7 @@
 #include <beamlet/core/config.hpp>
 #include <beamlet/core/expected.hpp>
 #include <beamlet/core/ids.hpp>
+#include <beamlet/dist/binary.hpp>
 
 BEAMLET_BEGIN_NAMESPACE
 namespace dist {
@@ -57,14 +59,6 @@ struct bignum {
   std::vector<std::uint8_t> magnitude;  ///< no trailing zero bytes
   /// Same sign and same magnitude.
   friend bool operator==(const bignum&, const bignum&) = default;
-};
-
-/// A binary, or a bitstring when the last byte holds fewer than 8 bits.
-struct binary {
-  std::string bytes;           ///< the data; a bitstring's last byte is used in part
-  std::uint8_t last_bits = 8;  ///< bits used in the last byte (1..8)
-  /// Same bytes and same last_bits.
-  friend bool operator==(const binary&, const binary&) = default;
 };
 
 /// A reference from any node (up to five 32-bit words, as OTP 25 makes them).
@@ -106,7 +100,7 @@ void pin_node(std::uint32_t slot) noexcept;
 }  // namespace detail
 
 /// One Erlang value of any type (the kinds are listed by term::type), held by value: copying
-/// a term copies all of it.
+/// a term copies all of it but its binaries' bytes, which copies share.
 class term {
  public:
   /// The kind of value a term holds (which()).
@@ -153,7 +147,7 @@ class term {
   /// A fun, kept opaque.
   term(opaque_fun f) : v_(std::move(f)) {}
 
-  /// A deep copy, made without recursion whatever the depth.
+  /// A deep copy (binaries shared), made without recursion whatever the depth.
   term(const term& other);
   /// Takes `other`'s value; `other` is left valid, its value unspecified.
   term(term&& other) noexcept : v_(std::move(other.v_)) {
@@ -172,7 +166,7 @@ class term {
   /// when sent.
   static term make_atom(std::string name) { return term(dist::atom{std::move(name)}); }
   /// A binary of these bytes (as a std::string maps).
-  static term make_binary(std::string bytes) { return term(dist::binary{std::move(bytes), 8}); }
+  static term make_binary(std::string bytes) { return term(dist::binary(std::move(bytes))); }
   /// The tuple `{Items...}`.
   static term make_tuple(term_list items);
   /// The proper list `[Items...]`.
@@ -389,13 +383,13 @@ struct term_traits<T, std::enable_if_t<std::is_floating_point_v<T>>> {
 };
 template <>
 struct term_traits<std::string> {
-  static term to_term(const std::string& s) { return term::make_binary(s); }
+  static term to_term(const std::string& s) { return term(dist::binary(std::string_view(s))); }
   /// A binary, or a charlist of bytes.
   static std::optional<std::string> from_term(const term& t);
 };
 template <>
 struct term_traits<std::string_view> {
-  static term to_term(std::string_view s) { return term::make_binary(std::string(s)); }
+  static term to_term(std::string_view s) { return term(dist::binary(s)); }
 };
 /// A pid maps to a pid term, local or remote.
 template <>
