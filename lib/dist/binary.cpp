@@ -51,7 +51,7 @@ struct foreign_owner : detail::binary_owner {
 }  // namespace
 
 binary::binary(detail::binary_owner* owner, const char* data, std::size_t n, std::uint8_t last_bits)
-    : far_{data, owner}, size_(n), last_bits_(last_bits) {}
+    : p_{shared_part{data, owner}}, size_(n), last_bits_(last_bits) {}
 
 void binary::check_bits() const {
   if (last_bits_ == 0 || last_bits_ > 8 || (last_bits_ != 8 && size_ == 0))
@@ -60,34 +60,34 @@ void binary::check_bits() const {
 }
 
 binary::binary(std::string bytes, std::uint8_t last_bits)
-    : far_{}, size_(bytes.size()), last_bits_(last_bits) {
+    : p_{}, size_(bytes.size()), last_bits_(last_bits) {
   check_bits();
   if (is_inline()) {
-    std::memcpy(near_, bytes.data(), size_);
+    std::memcpy(p_.local, bytes.data(), size_);
   } else {
     auto* o = new string_owner(std::move(bytes));
-    far_ = {o->bytes.data(), o};
+    p_.shared = {o->bytes.data(), o};
   }
 }
 
 binary::binary(std::string_view bytes, std::uint8_t last_bits)
-    : far_{}, size_(bytes.size()), last_bits_(last_bits) {
+    : p_{}, size_(bytes.size()), last_bits_(last_bits) {
   check_bits();
   if (is_inline()) {
-    std::memcpy(near_, bytes.data(), size_);
+    std::memcpy(p_.local, bytes.data(), size_);
   } else {
     auto* o = trailing_owner::make(bytes);
-    far_ = {o->bytes(), o};
+    p_.shared = {o->bytes(), o};
   }
 }
 
 binary::binary(std::shared_ptr<const void> owner, std::string_view bytes, std::uint8_t last_bits)
-    : far_{}, size_(bytes.size()), last_bits_(last_bits) {
+    : p_{}, size_(bytes.size()), last_bits_(last_bits) {
   check_bits();
   if (is_inline()) {
-    std::memcpy(near_, bytes.data(), size_);
+    std::memcpy(p_.local, bytes.data(), size_);
   } else {
-    far_ = {bytes.data(), new foreign_owner(std::move(owner))};
+    p_.shared = {bytes.data(), new foreign_owner(std::move(owner))};
   }
 }
 
@@ -95,21 +95,27 @@ void binary::copy_from(const binary& other) noexcept {
   size_ = other.size_;
   last_bits_ = other.last_bits_;
   if (other.is_inline()) {
-    std::memcpy(near_, other.near_, size_);
+    std::memcpy(p_.local, other.p_.local, size_);
   } else {
-    far_ = other.far_;
-    far_.owner->refs.fetch_add(1, std::memory_order_relaxed);
+    p_.shared = other.p_.shared;
+    p_.shared.owner->refs.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-binary::binary(const binary& other) noexcept : far_{} {
+binary::binary(const binary& other) noexcept : p_{} {
   copy_from(other);
 }
 
-binary::binary(binary&& other) noexcept : far_{} {
-  std::memcpy(static_cast<void*>(this), &other, sizeof(binary));
+void binary::take_from(binary& other) noexcept {
+  p_ = other.p_;  // the bytes inline, or the shared part with its reference
+  size_ = other.size_;
+  last_bits_ = other.last_bits_;
   other.size_ = 0;  // inline and empty: owns nothing
   other.last_bits_ = 8;
+}
+
+binary::binary(binary&& other) noexcept : p_{} {
+  take_from(other);
 }
 
 binary& binary::operator=(const binary& other) noexcept {
@@ -123,9 +129,7 @@ binary& binary::operator=(const binary& other) noexcept {
 binary& binary::operator=(binary&& other) noexcept {
   if (this != &other) {
     release();
-    std::memcpy(static_cast<void*>(this), &other, sizeof(binary));
-    other.size_ = 0;
-    other.last_bits_ = 8;
+    take_from(other);
   }
   return *this;
 }
@@ -146,11 +150,11 @@ binary binary_access::view(const binary& whole, std::size_t pos, std::size_t n,
     binary b;
     b.size_ = n;
     b.last_bits_ = last_bits;
-    std::memcpy(b.near_, p, n);
+    std::memcpy(b.p_.local, p, n);
     return b;
   }
-  whole.far_.owner->refs.fetch_add(1, std::memory_order_relaxed);
-  return binary(whole.far_.owner, p, n, last_bits);
+  whole.p_.shared.owner->refs.fetch_add(1, std::memory_order_relaxed);
+  return binary(whole.p_.shared.owner, p, n, last_bits);
 }
 
 binary binary_access::copy(std::string_view bytes, std::uint8_t last_bits) {

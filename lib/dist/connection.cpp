@@ -90,7 +90,11 @@ void connection::perform(out_command& c) {
 }
 
 void connection::take_outbox() {
-  std::string bytes;
+  // Buffers go round: the outbox gets an empty buffer of an earlier batch, capacity and all,
+  // so that packets deposited there do not grow a fresh buffer for every batch (reallocating,
+  // copying, and faulting in new pages, which was most of a sender's time at 1000 bytes).
+  std::string bytes = std::move(spare_);
+  bytes.clear();
   std::vector<outbox::op> ops;
   {
     std::lock_guard lock(box_->mu);
@@ -111,6 +115,7 @@ void connection::take_outbox() {
     }
     wbuf_.append(bytes, at, std::string::npos);
   }
+  keep_spare(std::move(bytes));
   // Only commands with nothing to write (a DOWN nobody waits for): no flush will count them.
   if (wbuf_.empty()) set_unsent(held_bytes_);
 }
@@ -223,6 +228,7 @@ task<std::string> connection::flush() {
     if (box_) set_unsent(wbuf_.size() - std::min(wbuf_.size(), off + part.size()) + held_bytes_);
   }
   wbuf_.clear();
+  if (wbuf_.capacity() > spare_limit) std::string().swap(wbuf_);  // after a large message
   // What the TLS session has to say of its own (an answer to the peer's session traffic).
   if (failed.empty() && tls_ && tls_->has_output()) failed = co_await write({});
   co_return failed;
@@ -304,17 +310,44 @@ bool whole_message(std::string_view p) {
 }  // namespace
 
 bool connection::dispatch(std::string&& data) {
-  if (rbuf_.empty())
-    rbuf_.swap(data);  // the common case: the chunk holds whole packets
-  else
-    rbuf_.append(data);
-  std::size_t pos = 0;
-  bool ok = true;
-  while (ok) {
+  std::size_t from = 0;  // where the chunk's unread bytes start
+  if (!rbuf_.empty()) {
+    // A packet begun in an earlier chunk: complete it from the front of this one, then go on
+    // with the chunk where it is (copying what the begun packet needs, not the whole chunk).
+    if (rbuf_.size() < 4) {
+      from = std::min(4 - rbuf_.size(), data.size());
+      rbuf_.append(data, 0, from);
+    }
+    if (rbuf_.size() >= 4) {
+      const std::size_t want = 4 + std::size_t{get32(rbuf_.data())};
+      if (want > rbuf_.size() && want - 4 <= node_.opts.max_packet) {
+        const std::size_t take = std::min(want - rbuf_.size(), data.size() - from);
+        rbuf_.append(data, from, take);
+        from += take;
+      }
+    }
+    std::size_t pos = 0;
+    if (!consume(rbuf_, pos)) return false;
+    if (pos < rbuf_.size()) {  // still not whole: this chunk went into it
+      rbuf_.erase(0, pos);
+      return true;
+    }
+    rbuf_.clear();
+  }
+  if (!consume(data, from)) return false;
+  if (from == 0)
+    rbuf_.swap(data);  // all of it unread: it is the begun packet
+  else if (from < data.size())
+    rbuf_.assign(data, from);
+  return true;
+}
+
+bool connection::consume(std::string& buf, std::size_t& pos) {
+  for (;;) {
     std::string_view p;
     std::uint32_t len = 0;
-    const cut_result r = cut_packet(rbuf_, pos, node_.opts.max_packet, p, len);
-    if (r == cut_result::need_more) break;
+    const cut_result r = cut_packet(buf, pos, node_.opts.max_packet, p, len);
+    if (r == cut_result::need_more) return true;
     if (r == cut_result::too_large) {
       refuse("a packet of " + std::to_string(len) + " bytes, over the limit");
       return false;
@@ -324,22 +357,20 @@ bool connection::dispatch(std::string&& data) {
       return false;
     }
     if (r != cut_result::data) continue;
-    if (p.size() < in_place_packet || rbuf_.size() > 2 * p.size() || !whole_message(p)) {
-      ok = packet(p);
+    if (p.size() < in_place_packet || buf.size() > 2 * p.size() || !whole_message(p)) {
+      if (!packet(p)) return false;
       continue;
     }
     // A large message, not a fragment, that is most of the buffer: the buffer becomes a
     // binary (its characters stay where they are), and the message's binaries refer to it
-    // instead of being copied. What follows the packet goes back to rbuf_ (less than the
+    // instead of being copied. What follows the packet goes back to buf (less than the
     // packet).
-    const std::size_t start = static_cast<std::size_t>(p.data() - rbuf_.data());
-    const binary whole(std::move(rbuf_));
-    rbuf_.assign(whole.bytes().substr(pos));
+    const std::size_t start = static_cast<std::size_t>(p.data() - buf.data());
+    const binary whole(std::move(buf));
+    buf.assign(whole.bytes().substr(pos));
     pos = 0;
-    ok = packet(whole.bytes().substr(start, p.size()), &whole, start);
+    if (!packet(whole.bytes().substr(start, p.size()), &whole, start)) return false;
   }
-  rbuf_.erase(0, pos);
-  return ok;
 }
 
 bool connection::packet(std::string_view p, const binary* buffer, std::size_t start) {

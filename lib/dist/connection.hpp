@@ -46,6 +46,8 @@ class connection {
   /// its binaries share the buffer rather than copy it. Smaller packets are copied out of the
   /// read buffer, so that a message kept by a process does not keep a whole read chunk.
   static constexpr std::size_t in_place_packet = 64u << 10;
+  /// Write buffers larger than this are not kept for the next batch.
+  static constexpr std::size_t spare_limit = 4u << 20;
 
   ~connection();
   connection(const connection&) = delete;
@@ -91,6 +93,15 @@ class connection {
   /// Its bookkeeping, and its bytes into wbuf_.
   void perform(out_command& c);
   bool dispatch(std::string&& data);
+  /// The whole packets in `buf` from `pos` (which moves past them); false when one is bad.
+  /// A large one may take buf's characters (decoded in place), leaving buf what follows it.
+  bool consume(std::string& buf, std::size_t& pos);
+  /// Keeps `b`'s capacity for the next batch (spare_), unless it is larger than spare_limit.
+  void keep_spare(std::string&& b) {
+    if (b.capacity() > spare_limit) return;
+    b.clear();
+    spare_ = std::move(b);
+  }
   /// One packet; with `buffer` (rbuf_ made a binary, p at `start` in it), decoded in place.
   bool packet(std::string_view p, const binary* buffer = nullptr, std::size_t start = 0);
   /// The control message (and message) of a whole packet, from `at`; `versioned`: each term
@@ -154,6 +165,7 @@ class connection {
   std::string cookie_;        // this peer's (set_cookie/2), or the node's
   std::string rbuf_;
   std::string wbuf_;
+  std::string spare_;  ///< an empty buffer with capacity, for the outbox's next batch
   std::unique_ptr<tls_session> tls_;
   std::string tls_rest_;  // plaintext that came with the end of the TLS handshake
   connection_tables tables_;

@@ -42,7 +42,7 @@ class binary {
   static constexpr std::size_t inline_capacity = 24;
 
   /// The empty binary `<<>>`.
-  binary() noexcept : far_{} {}
+  binary() noexcept : p_{} {}
   /// A binary of `bytes`, taken without copying them (a small one is copied inline); a
   /// bitstring when `last_bits` (bits used in the last byte, 1..8) is below 8. Throws
   /// std::invalid_argument for a bitstring without bytes or with last_bits 0 or over 8.
@@ -57,16 +57,20 @@ class binary {
   explicit binary(std::shared_ptr<const void> owner, std::string_view bytes,
                   std::uint8_t last_bits = 8);
 
+  /// Shares `other`'s bytes (or copies them, when inline).
   binary(const binary& other) noexcept;
+  /// Takes `other`'s bytes; `other` is left `<<>>`.
   binary(binary&& other) noexcept;
+  /// Lets go of its bytes and shares `other`'s.
   binary& operator=(const binary& other) noexcept;
+  /// Lets go of its bytes and takes `other`'s; `other` is left `<<>>`.
   binary& operator=(binary&& other) noexcept;
   ~binary() { release(); }
 
   /// The bytes (a bitstring's last byte used in part).
   std::string_view bytes() const noexcept { return {data(), size_}; }
   /// The first byte.
-  const char* data() const noexcept { return size_ <= inline_capacity ? near_ : far_.data; }
+  const char* data() const noexcept { return size_ <= inline_capacity ? p_.local : p_.shared.data; }
   /// How many bytes, the partly used last byte of a bitstring included.
   std::size_t size() const noexcept { return size_; }
   /// True for `<<>>`.
@@ -84,12 +88,12 @@ class binary {
   binary sub(std::size_t pos, std::size_t n = std::string_view::npos) const;
   /// True when both refer to the same shared bytes (copies and sub-binaries of one binary).
   bool shares_with(const binary& other) const noexcept {
-    return !is_inline() && !other.is_inline() && far_.owner == other.far_.owner;
+    return !is_inline() && !other.is_inline() && p_.shared.owner == other.p_.shared.owner;
   }
   /// Holders of these shared bytes (copies, sub-binaries, the owner passed in); 0 for bytes
   /// held inline. A figure for tests and diagnostics: others may change it at any time.
   std::size_t use_count() const noexcept {
-    return is_inline() ? 0 : far_.owner->refs.load(std::memory_order_relaxed);
+    return is_inline() ? 0 : p_.shared.owner->refs.load(std::memory_order_relaxed);
   }
 
   /// Same bytes and same last_bits.
@@ -108,15 +112,17 @@ class binary {
   bool is_inline() const noexcept { return size_ <= inline_capacity; }
   void check_bits() const;
   void release() noexcept {
-    if (!is_inline() && far_.owner->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      far_.owner->destroy(far_.owner);
+    if (!is_inline() && p_.shared.owner->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      p_.shared.owner->destroy(p_.shared.owner);
   }
   void copy_from(const binary& other) noexcept;
+  void take_from(binary& other) noexcept;
 
-  union {
-    shared_part far_;
-    char near_[inline_capacity];
+  union storage {
+    shared_part shared;
+    char local[inline_capacity];
   };
+  storage p_;
   std::size_t size_ = 0;
   std::uint8_t last_bits_ = 8;
 };
